@@ -1,0 +1,105 @@
+"""Validated run configurations, ``key=value`` parsing and canonical hashing.
+
+Every family's config is a pydantic model deriving from :class:`RunConfig`: unknown keys are
+rejected, values are type-checked, and a failure becomes an :class:`~attndyn.errors.InputError`
+whose one-line message names the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from attndyn.errors import InputError
+
+SCHEMA_VERSION = 1
+"""Bumped whenever stored results would change meaning; part of every run id."""
+
+
+class RunConfig(BaseModel):
+    """Fields every simulated family shares: seeds, precision and the record grid."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    seeds: int = Field(4, ge=1, le=4096, description="number of seeds, run in parallel with vmap")
+    seed: int = Field(0, ge=0, description="first seed; seeds are seed, seed+1, ...")
+    dtype: Literal["float32", "float64"] = Field("float32", description="simulation precision")
+    t_max: float = Field(1.0, gt=0, description="horizon on the family's macroscopic time axis")
+    records: int = Field(60, ge=2, le=100_000, description="number of record points")
+    grid: Literal["log", "linear"] = Field("log", description="spacing of the record points")
+
+
+def validate(config_cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
+    """Build ``config_cls`` from ``values``; any problem becomes a one-line InputError."""
+    unknown = sorted(set(values) - set(config_cls.model_fields))
+    if unknown:
+        allowed = ", ".join(config_cls.model_fields)
+        raise InputError(f"unknown config field '{unknown[0]}'; allowed fields: {allowed}")
+    try:
+        return config_cls(**values)
+    except ValidationError as exc:
+        raise InputError(_one_line(exc)) from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "config"
+    msg = err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    got = err.get("input")
+    shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+    return f"invalid value for '{field}': {msg}{shown}"
+
+
+def parse_assignments(items: list[str] | None) -> dict[str, Any]:
+    """Parse ``["d=64", "param=tied", "C=[[1,0.5],[0.5,1]]"]`` into a dict.
+
+    Values are read as TOML literals (numbers, booleans, arrays, quoted strings); anything that is
+    not a TOML literal is kept as a bare string, so ``param=tied`` works without quotes.
+    """
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(f"--set expects key=value, got {item!r}")
+        out[key] = _literal(raw.strip())
+    return out
+
+
+def _literal(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def canonical(config: BaseModel) -> dict[str, Any]:
+    """The config as plain JSON-able data, every default made explicit."""
+    return json.loads(config.model_dump_json())
+
+
+def run_id(family: str, config: BaseModel) -> str:
+    """Hash of the family name, the canonical config and the schema version (16 hex digits)."""
+    payload = {"family": family, "config": canonical(config), "schema": SCHEMA_VERSION}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dicts to dotted keys; lists become JSON strings (one scalar per column)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            out[name] = json.dumps(value)
+        else:
+            out[name] = value
+    return out

@@ -1,0 +1,165 @@
+"""Attention-indexed models (arXiv 2609.03858, with 2506.01582 and 2509.24914).
+
+``build(config)`` returns the :class:`~attndyn.core.trainer.Problem` that the trainer runs;
+``simulate(config)`` runs it and returns a Trajectory on the family's macroscopic time axis
+(tied t = 4nα_d/d; direct S and untied τ = nα_d/d, untied also ``time_fast`` = nα_d).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.core.config import canonical
+from attndyn.core.grids import record_steps
+from attndyn.core.trainer import Problem, train
+from attndyn.core.trajectory import make_trajectory
+from attndyn.models.aim import model
+from attndyn.models.aim.config import AIMConfig
+from attndyn.models.aim.model import register_activation
+from attndyn.models.aim.observables import observe
+
+NAME = "aim"
+Config = AIMConfig
+
+__all__ = ["NAME", "Config", "AIMConfig", "build", "simulate", "register_activation"]
+
+STUDENT_GROUPS = {"tied": ("W",), "direct": ("S",), "untied": ("U", "V")}
+
+
+def _layers(config: AIMConfig) -> int:
+    return 2 if config.output == "two-layer" else 1
+
+
+def _width(ratio: float, d: int) -> int:
+    return max(1, int(round(ratio * d)))
+
+
+def init_student(key: jax.Array, config: AIMConfig, dtype) -> dict:
+    """P1 initialisations: W, S (not symmetric, so t₁(0) ≈ 0) or U, V with i.i.d. N(0, s²/d)
+    entries; V has scale init_scale·v_scale so that t^A ≠ t^B (Assumption 4.4)."""
+    d, k = config.d, config.heads * _layers(config)
+    s = config.init_scale / np.sqrt(d)
+    ku, kv = jax.random.split(key)
+    if config.param == "tied":
+        return {"W": s * jax.random.normal(ku, (k, d, _width(config.rho, d)), dtype)}
+    if config.param == "direct":
+        return {"S": s * jax.random.normal(ku, (k, d, d), dtype)}
+    r = _width(config.rho, d)
+    return {
+        "U": s * jax.random.normal(ku, (k, d, r), dtype),
+        "V": s * config.v_scale * jax.random.normal(kv, (k, d, r), dtype),
+    }
+
+
+def init_teacher(key: jax.Array, config: AIMConfig, dtype) -> dict:
+    """Teacher indices: wishart F F*ᵀ (F entries N(0, scale/d), width teacher_rho·d), identity
+    scale·I (F = √scale·I), or product U*V*ᵀ (entries N(0, scale/d))."""
+    d, k = config.d, config.n_teacher_heads * _layers(config)
+    s = np.sqrt(config.teacher_scale / d)
+    r = _width(config.teacher_rho, d)
+    kind = config.teacher_kind
+    ku, kv = jax.random.split(key)
+    if kind == "wishart":
+        return {"F": s * jax.random.normal(ku, (k, d, r), dtype)}
+    if kind == "identity":
+        eye = jnp.sqrt(jnp.asarray(config.teacher_scale, dtype)) * jnp.eye(d, dtype=dtype)
+        return {"F": jnp.broadcast_to(eye, (k, d, d))}
+    return {
+        "U": s * jax.random.normal(ku, (k, d, r), dtype),
+        "V": s * jax.random.normal(kv, (k, d, r), dtype),
+    }
+
+
+def student_side(params: dict, param: str) -> dict:
+    """Student parameters in the ``forms`` layout."""
+    if param == "tied":
+        return {"F": params["W"]}
+    return dict(params)
+
+
+def build(config: AIMConfig) -> Problem:
+    """The AIM teacher–student problem as pure functions for the trainer."""
+    dtype = jnp.dtype(config.dtype)
+    d, L, B = config.d, config.L, config.batch
+    root = model.covariance_root(config.C, L)
+    cov = jnp.asarray(np.eye(L) if config.C is None else np.asarray(config.C), dtype)
+    centred_student = config.param != "untied"
+    centred_teacher = config.teacher_kind != "product"
+    out_student = model.make_output(
+        config.output, config.activation, config.beta, config.heads, config.layer_c
+    )
+    out_teacher = model.make_output(
+        config.output, config.activation, config.beta, config.n_teacher_heads, config.layer_c
+    )
+
+    def outputs(params, teacher, x):
+        gs = model.forms(student_side(params, config.param), x, cov, centred_student)
+        gt = model.forms(teacher, x, cov, centred_teacher)
+        return out_student(gs), out_teacher(gt)
+
+    def init(key):
+        k_student, k_teacher, k_test = jax.random.split(key, 3)
+        params = init_student(k_student, config, dtype)
+        state = {
+            "teacher": init_teacher(k_teacher, config, dtype),
+            "x_test": model.sample_tokens(k_test, config.test_size, L, d, root, dtype),
+        }
+        return params, state
+
+    def sample(key):
+        kx, kn = jax.random.split(key)
+        x = model.sample_tokens(kx, B, L, d, root, dtype)
+        return {"x": x, "noise_key": kn}
+
+    def loss(params, state, batch):
+        y, y_star = outputs(params, state["teacher"], batch["x"])
+        if config.label_noise > 0:
+            y_star = y_star + config.label_noise * jax.random.normal(
+                batch["noise_key"], y_star.shape, dtype
+            )
+        return jnp.mean(model.squared_error(y, y_star, config.loss_scale))
+
+    def observe_fn(params, state):
+        student = jax.tree.map(lambda a: a, student_side(params, config.param))
+        obs = observe(student, state["teacher"], config.param, config.moment_degree)
+        if config.test_size > 0:
+            y, y_star = outputs(params, state["teacher"], state["x_test"])
+            obs["loss"] = jnp.mean(model.squared_error(y, y_star, config.loss_scale))
+        return obs
+
+    eta = config.alpha_d * B
+    groups = STUDENT_GROUPS[config.param]
+    return Problem(
+        init=init,
+        sample=sample,
+        loss=loss,
+        observe=observe_fn,
+        lr={g: eta for g in groups},
+        weight_decay={g: config.weight_decay / d for g in groups},
+        batch=B,
+        time_per_sample=config.time_per_sample,
+        extra_times={"time_fast": config.alpha_d} if config.param == "untied" else {},
+    )
+
+
+def simulate(config: AIMConfig):
+    """Run ``config.seeds`` seeds and return the Trajectory (dims seed × time)."""
+    problem = build(config)
+    steps = record_steps(config.total_steps, config.records, config.grid)
+    seeds = np.arange(config.seed, config.seed + config.seeds)
+    with jax.enable_x64(config.dtype == "float64"):
+        result = train(problem, steps, seeds)
+    samples = steps * problem.batch
+    return make_trajectory(
+        result.observables,
+        time=samples * problem.time_per_sample,
+        samples=samples,
+        step=steps,
+        seeds=seeds,
+        diverged_step=result.diverged_step,
+        extra_times={k: samples * v for k, v in problem.extra_times.items()},
+        family=NAME,
+        config=canonical(config),
+    )

@@ -1,0 +1,128 @@
+"""Configuration of the attention-indexed model (AIM) simulator, arXiv 2609.03858.
+
+Readings chosen where the paper is silent are documented per field; see docs/aim.md.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field, field_validator, model_validator
+
+from attndyn.core.config import RunConfig
+
+
+class AIMConfig(RunConfig):
+    """Teacher–student AIM trained by online SGD.
+
+    Tokens X ~ N(0, C ⊗ I_d) (L tokens in R^d). Every index k (student or teacher) enters only
+    through the quadratic forms G_ijk = (x_iᵀ S_k x_j − c C_ij Tr S_k)/√d, with c = 1 (centred) for
+    tied and direct students and symmetric teachers, c = 0 for untied students and the product
+    teacher (P1 §3.1, §4.1, App. E).
+    """
+
+    d: int = Field(64, ge=2, le=65_536, description="input dimension")
+    L: int = Field(1, ge=1, le=64, description="number of tokens")
+    C: list[list[float]] | None = Field(
+        None, description="L×L token covariance (PSD); identity when omitted"
+    )
+    param: Literal["tied", "direct", "untied"] = Field(
+        "tied", description="student parameterisation: S = WWᵀ, S itself, or S = UVᵀ"
+    )
+    rho: float = Field(0.5, gt=0, le=8, description="student width ratio r/d (tied, untied)")
+    init_scale: float = Field(
+        1.0, ge=0, description="student entries ~ N(0, init_scale²/d) (W, S or U)"
+    )
+    v_scale: float = Field(
+        0.8,
+        gt=0,
+        description="untied: V entries ~ N(0, (init_scale·v_scale)²/d); ≠ 1 gives the "
+        "balance gap |t^A − t^B| of Assumption 4.4",
+    )
+    teacher: Literal["auto", "wishart", "identity", "product"] = Field(
+        "auto",
+        description="teacher S*: wishart W*W*ᵀ, identity (scale·I), product U*V*ᵀ; "
+        "auto = product for untied students, wishart otherwise",
+    )
+    teacher_rho: float = Field(0.5, gt=0, le=8, description="teacher width ratio r*/d")
+    teacher_scale: float = Field(
+        1.0, gt=0, description="teacher entries ~ N(0, scale/d); identity teacher = scale·I"
+    )
+    output: Literal["index", "softmax", "two-layer"] = Field(
+        "index",
+        description="index: activation on each form; softmax: row-wise softmax(β G); "
+        "two-layer: softmax(β A G₂ Aᵀ) with A = c·I + softmax(β G₁)",
+    )
+    activation: str = Field(
+        "h2", description="activation for output='index' (h1, h2, h3, relu, tanh, erf or registered)"
+    )
+    beta: float = Field(1.0, gt=0, description="softmax inverse temperature β")
+    heads: int = Field(1, ge=1, le=4, description="student heads (outputs summed over heads)")
+    teacher_heads: int | None = Field(None, ge=1, le=4, description="teacher heads (= heads)")
+    layer_c: float = Field(1.0, description="residual weight c of the two-layer recursion")
+    loss_scale: Literal["half", "full"] = Field(
+        "half",
+        description="half: ½‖y − y*‖² (P1 Eqs. 22–23); full: ‖y − y*‖² (P1 App. D.3); "
+        "full doubles every rate",
+    )
+    label_noise: float = Field(0.0, ge=0, description="std of Gaussian noise on teacher outputs")
+    lr: float = Field(0.5, gt=0, description="step-size constant c")
+    lr_scaling: Literal["dlogd", "d2", "raw"] = Field(
+        "dlogd", description="α_d = c/(d log d), c/d², or c"
+    )
+    batch: int = Field(1, ge=1, le=65_536, description="batch size B; step η = B·α_d on the mean")
+    weight_decay: float = Field(0.0, ge=0, description="γ in the penalty (γ/2d)‖W‖_F²")
+    moment_degree: int = Field(3, ge=2, le=6, description="largest degree of recorded trace moments")
+    test_size: int = Field(256, ge=0, le=100_000, description="held-out samples for the test loss")
+
+    @field_validator("activation")
+    @classmethod
+    def _known_activation(cls, value: str) -> str:
+        from attndyn.models.aim.model import ACTIVATIONS
+
+        if value not in ACTIVATIONS:
+            raise ValueError(f"must be one of {', '.join(sorted(ACTIVATIONS))}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_covariance(self) -> AIMConfig:
+        if self.C is None:
+            return self
+        c = np.asarray(self.C, dtype=float)
+        if c.shape != (self.L, self.L):
+            raise ValueError(f"C must be an L×L matrix with L = {self.L}; got shape {c.shape}")
+        if not np.allclose(c, c.T, atol=1e-12):
+            raise ValueError("C must be symmetric")
+        if np.linalg.eigvalsh(c).min() < -1e-10:
+            raise ValueError("C must be positive semi-definite (it has a negative eigenvalue)")
+        return self
+
+    @property
+    def teacher_kind(self) -> str:
+        if self.teacher != "auto":
+            return self.teacher
+        return "product" if self.param == "untied" else "wishart"
+
+    @property
+    def n_teacher_heads(self) -> int:
+        return self.teacher_heads or self.heads
+
+    @property
+    def alpha_d(self) -> float:
+        """Per-sample step size α_d (P1 Thms 2–4: α_d ≤ c0/(d log d))."""
+        d = self.d
+        return {"dlogd": self.lr / (d * np.log(d)), "d2": self.lr / d**2, "raw": self.lr}[
+            self.lr_scaling
+        ]
+
+    @property
+    def time_per_sample(self) -> float:
+        """Macroscopic time per sample (P1 §3.2, §4.2, App. E): tied 4α_d/d, direct and untied
+        (slow) α_d/d."""
+        factor = 4.0 if self.param == "tied" else 1.0
+        return factor * self.alpha_d / self.d
+
+    @property
+    def total_steps(self) -> int:
+        return max(1, int(np.ceil(self.t_max / (self.time_per_sample * self.batch))))

@@ -1,0 +1,125 @@
+"""AIM order parameters and trace moments, computed at record points from the d×d matrices.
+
+For indices k, l (students first, then teachers), with S_k the index's matrix:
+
+- t_k = Tr S_k / d,  q_kl = Tr(S_k S_l)/d,  p_kl = q_kl − t_k t_l (structural overlap, P1 §5);
+- direct S (P1 App. E): Psi_kl = Tr(S_k S_l)/d, Omega_kl = Tr(S_k S_lᵀ)/d,
+  pPsi = Psi − t t, pOmega = Omega − t t, pplus/pminus = (pOmega ± pPsi)/2;
+- untied (P1 §4.1): m_k = Tr M_k/√d, q1_kl = Tr(M_k M_lᵀ)/d, q2_kl = Tr(M_k M_l)/d,
+  qsym_kl = Tr((M_k + M_kᵀ)(M_l + M_lᵀ))/d (Fig. 3), tA_k = Tr(U Uᵀ)/d, tB_k = Tr(V Vᵀ)/d;
+- mu_<word> = Tr(Z_1 ⋯ Z_w)/d for words of degree 3..M over the letters {S_k, S_kᵀ} (tied: the
+  S_k are symmetric; untied adds A_k, B_k), one per class under cyclic rotation and
+  transpose-reversal. Degrees 1 and 2 are the t's and q's above.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax.numpy as jnp
+
+
+def index_matrices(side: dict) -> list[dict]:
+    """d×d matrices of each stacked index on one side: {"S": S_k} plus "A", "B" for products."""
+    out = []
+    if "F" in side:
+        for f in side["F"]:
+            out.append({"S": f @ f.T, "symmetric": True})
+    elif "S" in side:
+        for s in side["S"]:
+            out.append({"S": s, "symmetric": False})
+    else:
+        for u, v in zip(side["U"], side["V"], strict=True):
+            out.append({"S": u @ v.T, "A": u @ u.T, "B": v @ v.T, "symmetric": False})
+    return out
+
+
+def letters(mats: list[dict]) -> dict[str, tuple[jnp.ndarray, str]]:
+    """Alphabet for moment words: name -> (matrix, name of its transpose)."""
+    alphabet: dict[str, tuple[jnp.ndarray, str]] = {}
+    for k, m in enumerate(mats, start=1):
+        if m["symmetric"]:
+            alphabet[f"{k}"] = (m["S"], f"{k}")
+        else:
+            alphabet[f"{k}"] = (m["S"], f"{k}T")
+            alphabet[f"{k}T"] = (m["S"].T, f"{k}")
+        if "A" in m:
+            alphabet[f"A{k}"] = (m["A"], f"A{k}")
+            alphabet[f"B{k}"] = (m["B"], f"B{k}")
+    return alphabet
+
+
+def canonical_words(names: list[str], transpose: dict[str, str], degree: int) -> list[tuple]:
+    """One representative per class of words of length ``degree`` under cyclic rotation and
+    transpose-reversal (Tr Z_1⋯Z_w = Tr Z_wᵀ⋯Z_1ᵀ)."""
+    seen, words = set(), []
+    for word in itertools.product(names, repeat=degree):
+        rev = tuple(transpose[z] for z in reversed(word))
+        orbit = [word[i:] + word[:i] for i in range(degree)] + [rev[i:] + rev[:i] for i in range(degree)]
+        key = min(orbit)
+        if key not in seen:
+            seen.add(key)
+            words.append(key)
+    return words
+
+
+def observe(student: dict, teacher: dict, param: str, moment_degree: int) -> dict:
+    """All order parameters for one seed (see module docstring)."""
+    mats = index_matrices(student) + index_matrices(teacher)
+    d = mats[0]["S"].shape[0]
+    n = len(mats)
+    out: dict[str, jnp.ndarray] = {}
+    t = [jnp.trace(m["S"]) / d for m in mats]
+    for k in range(n):
+        out[f"t_{k + 1}"] = t[k]
+    for k, l in itertools.combinations_with_replacement(range(n), 2):
+        sk, sl = mats[k]["S"], mats[l]["S"]
+        tag = f"{k + 1}{l + 1}"
+        q = jnp.sum(sk * sl.T) / d  # Tr(S_k S_l)/d
+        out[f"q_{tag}"] = q
+        out[f"p_{tag}"] = q - t[k] * t[l]
+        if param == "direct":
+            omega = jnp.sum(sk * sl) / d  # Tr(S_k S_lᵀ)/d
+            out[f"Psi_{tag}"] = q
+            out[f"Omega_{tag}"] = omega
+            p_psi, p_omega = q - t[k] * t[l], omega - t[k] * t[l]
+            out[f"pPsi_{tag}"] = p_psi
+            out[f"pOmega_{tag}"] = p_omega
+            out[f"pplus_{tag}"] = 0.5 * (p_omega + p_psi)
+            out[f"pminus_{tag}"] = 0.5 * (p_omega - p_psi)
+        if param == "untied":
+            q1 = jnp.sum(sk * sl) / d
+            out[f"q1_{tag}"] = q1
+            out[f"q2_{tag}"] = q
+            out[f"qsym_{tag}"] = 2.0 * (q1 + q)
+    if param == "untied":
+        for k, m in enumerate(mats, start=1):
+            out[f"m_{k}"] = jnp.trace(m["S"]) / jnp.sqrt(d)
+            if "A" in m:
+                out[f"tA_{k}"] = jnp.trace(m["A"]) / d
+                out[f"tB_{k}"] = jnp.trace(m["B"]) / d
+    out.update(moments(mats, moment_degree))
+    return out
+
+
+def moments(mats: list[dict], max_degree: int) -> dict:
+    """mu_<w> = Tr(Z_1⋯Z_w)/d for canonical words of degree 3..max_degree (dot-joined names)."""
+    alphabet = letters(mats)
+    names = list(alphabet)
+    transpose = {z: alphabet[z][1] for z in names}
+    d = mats[0]["S"].shape[0]
+    prefix: dict[tuple, jnp.ndarray] = {}
+
+    def product(word: tuple) -> jnp.ndarray:
+        if len(word) == 1:
+            return alphabet[word[0]][0]
+        if word not in prefix:
+            prefix[word] = product(word[:-1]) @ alphabet[word[-1]][0]
+        return prefix[word]
+
+    out = {}
+    for degree in range(3, max_degree + 1):
+        for word in canonical_words(names, transpose, degree):
+            head, last = word[:-1], alphabet[word[-1]][0]
+            out["mu_" + ".".join(word)] = jnp.sum(product(head) * last.T) / d
+    return out
