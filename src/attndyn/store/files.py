@@ -86,7 +86,9 @@ class Store:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            raise StoreError(f"cannot write results to {self.root}: {exc.strerror or exc}") from None
+            raise StoreError(
+                f"cannot write results to {self.root}: {exc.strerror or exc}"
+            ) from None
         return final
 
     def metadata(self, run_id: str) -> dict[str, Any]:

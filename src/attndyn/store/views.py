@@ -54,12 +54,12 @@ def connect(root: str | Path | None = None) -> duckdb.DuckDBPyConnection:
             "NULL::VARCHAR name, NULL::DOUBLE value) WHERE false"
         )
         cols = ", ".join(f"NULL::{t} {n}" for n, t in RUN_FIELDS.items())
-        con.execute(f"CREATE VIEW runs AS SELECT * FROM (SELECT {cols}, NULL::VARCHAR file) WHERE false")
+        con.execute(
+            f"CREATE VIEW runs AS SELECT * FROM (SELECT {cols}, NULL::VARCHAR file) WHERE false"
+        )
         return con
     glob = str(runs_dir / "*.parquet").replace("'", "''")
-    con.execute(
-        f"CREATE VIEW observables AS SELECT {OBS_COLUMNS} FROM read_parquet('{glob}')"
-    )
+    con.execute(f"CREATE VIEW observables AS SELECT {OBS_COLUMNS} FROM read_parquet('{glob}')")
     meta_sql = (
         f"SELECT file_name AS file, decode(value) AS meta FROM parquet_kv_metadata('{glob}') "
         f"WHERE decode(key) = '{META_KEY.decode()}'"

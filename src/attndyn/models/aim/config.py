@@ -55,7 +55,8 @@ class AIMConfig(RunConfig):
         "two-layer: softmax(β A G₂ Aᵀ) with A = c·I + softmax(β G₁)",
     )
     activation: str = Field(
-        "h2", description="activation for output='index' (h1, h2, h3, relu, tanh, erf or registered)"
+        "h2",
+        description="activation for output='index' (h1, h2, h3, relu, tanh, erf or registered)",
     )
     beta: float = Field(1.0, gt=0, description="softmax inverse temperature β")
     heads: int = Field(1, ge=1, le=4, description="student heads (outputs summed over heads)")
@@ -67,13 +68,17 @@ class AIMConfig(RunConfig):
         "full doubles every rate",
     )
     label_noise: float = Field(0.0, ge=0, description="std of Gaussian noise on teacher outputs")
-    lr: float = Field(0.5, gt=0, description="step-size constant c")
+    lr: float = Field(
+        0.05, gt=0, description="step-size constant c (small: h2, h3 tails destabilise larger c)"
+    )
     lr_scaling: Literal["dlogd", "d2", "raw"] = Field(
         "dlogd", description="α_d = c/(d log d), c/d², or c"
     )
     batch: int = Field(1, ge=1, le=65_536, description="batch size B; step η = B·α_d on the mean")
     weight_decay: float = Field(0.0, ge=0, description="γ in the penalty (γ/2d)‖W‖_F²")
-    moment_degree: int = Field(3, ge=2, le=6, description="largest degree of recorded trace moments")
+    moment_degree: int = Field(
+        3, ge=2, le=6, description="largest degree of recorded trace moments"
+    )
     test_size: int = Field(256, ge=0, le=100_000, description="held-out samples for the test loss")
 
     @field_validator("activation")

@@ -104,7 +104,9 @@ def make_output(output: str, activation: str, beta: float, heads: int, layer_c: 
             return jnp.sum(jax.nn.softmax(beta * inner, axis=-1), axis=1)
 
         return two_layer
-    raise InputError(f"invalid value for 'output': must be index, softmax or two-layer ({output!r})")
+    raise InputError(
+        f"invalid value for 'output': must be index, softmax or two-layer ({output!r})"
+    )
 
 
 def squared_error(y_student: jax.Array, y_teacher: jax.Array, loss_scale: str) -> jax.Array:

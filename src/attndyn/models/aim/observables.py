@@ -55,7 +55,9 @@ def canonical_words(names: list[str], transpose: dict[str, str], degree: int) ->
     seen, words = set(), []
     for word in itertools.product(names, repeat=degree):
         rev = tuple(transpose[z] for z in reversed(word))
-        orbit = [word[i:] + word[:i] for i in range(degree)] + [rev[i:] + rev[:i] for i in range(degree)]
+        orbit = [word[i:] + word[:i] for i in range(degree)] + [
+            rev[i:] + rev[:i] for i in range(degree)
+        ]
         key = min(orbit)
         if key not in seen:
             seen.add(key)
