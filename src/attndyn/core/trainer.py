@@ -94,12 +94,12 @@ def make_step(problem: Problem) -> Callable:
     return step
 
 
-def train(problem: Problem, record_steps: np.ndarray, seeds: np.ndarray) -> RunResult:
-    """Run every seed from step 0 to ``record_steps[-1]``, observing at each record step."""
-    seeds = np.asarray(seeds)
-    init_keys, data_keys = seed_keys(seeds)
-    params, state = jax.vmap(problem.init)(init_keys)
-    div = jnp.full(len(seeds), -1, dtype=jnp.int32)
+def make_advance(problem: Problem) -> Callable:
+    """The jitted run between record points, vmapped over seeds:
+    ``advance(params, div, state, data_keys, k0, k1) -> (params, div)`` takes steps k0 … k1 − 1.
+
+    k0 and k1 are traced, so one compilation serves every segment of a record grid.
+    """
     step = make_step(problem)
 
     def advance_one(params, div, state, data_key, k0, k1):
@@ -108,7 +108,21 @@ def train(problem: Problem, record_steps: np.ndarray, seeds: np.ndarray) -> RunR
 
         return jax.lax.fori_loop(k0, k1, body, (params, div))
 
-    advance = jax.jit(jax.vmap(advance_one, in_axes=(0, 0, 0, 0, None, None)))
+    return jax.jit(jax.vmap(advance_one, in_axes=(0, 0, 0, 0, None, None)))
+
+
+def init_seeds(problem: Problem, seeds: np.ndarray) -> tuple[Params, Any, jax.Array, jax.Array]:
+    """(params, state, diverged_step, data keys) at step 0, each with a leading seed axis."""
+    init_keys, data_keys = seed_keys(np.asarray(seeds))
+    params, state = jax.vmap(problem.init)(init_keys)
+    div = jnp.full(len(seeds), -1, dtype=jnp.int32)
+    return params, state, div, data_keys
+
+
+def train(problem: Problem, record_steps: np.ndarray, seeds: np.ndarray) -> RunResult:
+    """Run every seed from step 0 to ``record_steps[-1]``, observing at each record step."""
+    params, state, div, data_keys = init_seeds(problem, seeds)
+    advance = make_advance(problem)
     observe = jax.jit(jax.vmap(problem.observe))
 
     records: list[dict[str, np.ndarray]] = []

@@ -1,0 +1,3 @@
+from attndyn.cli import main
+
+main()

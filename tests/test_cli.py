@@ -1,0 +1,105 @@
+"""The command line, run as a real process."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def attndyn(*args, env=None, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "attndyn", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--set", "dd=3"], "dd"),
+        (["--set", "d=0"], "d"),
+        (["--set", "d=abc"], "d"),
+        (["--set", "rho=12"], "rho"),
+        (["--set", "activation=swish"], "activation"),
+        (["--set", "L=2", "--set", "C=[[1, 2], [2, 1]]"], "C"),
+        (["--set", "param=both"], "param"),
+    ],
+)
+def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, field):
+    out = tmp_path / "results"
+    proc = attndyn("simulate", "aim", *args, "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0]
+    assert not out.exists()
+
+
+def test_unknown_family_exit_2(tmp_path):
+    proc = attndyn("simulate", "bogus", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "unknown family 'bogus'" in proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_simulate_stores_then_reuses_and_query_reads_it(tmp_path):
+    out = str(tmp_path / "results")
+    args = [
+        "simulate",
+        "aim",
+        "--set",
+        "d=8",
+        "--set",
+        "t_max=0.02",
+        "--set",
+        "records=3",
+        "--set",
+        "test_size=4",
+        "--seeds",
+        "2",
+        "--out",
+        out,
+        "--json",
+    ]
+    first = attndyn(*args)
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert not summary["reused"] and set(summary["final"]) >= {"q_12", "p_12", "loss"}
+    second = json.loads(attndyn(*args).stdout)
+    assert second["reused"] and second["run_id"] == summary["run_id"]
+
+    rows = json.loads(
+        attndyn("query", "SELECT run_id, d, seeds FROM runs", "--out", out, "--json").stdout
+    )
+    assert rows == [{"run_id": summary["run_id"], "d": 8, "seeds": 2}]
+    csv = attndyn(
+        "query", "SELECT count(*) AS n FROM observables WHERE name='q_12'", "--out", out, "--csv"
+    ).stdout
+    assert csv.splitlines() == ["n", "6"]  # 2 seeds × 3 record points
+    bad = attndyn("query", "SELECT nope FROM runs", "--out", out)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_results_folder_from_environment(tmp_path):
+    import os
+
+    env = dict(os.environ, ATTNDYN_RESULTS=str(tmp_path / "env-results"))
+    proc = attndyn(
+        "simulate",
+        "aim",
+        "--set",
+        "d=6",
+        "--set",
+        "t_max=0.01",
+        "--set",
+        "records=2",
+        "--set",
+        "test_size=0",
+        "--seeds",
+        "1",
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "env-results" / "runs").glob("*.parquet"))) == 1

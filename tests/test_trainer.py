@@ -1,0 +1,59 @@
+"""The generic trainer on toy problems whose trajectories are known exactly."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.core.schedules import inverse_power
+from attndyn.core.trainer import Problem, train
+
+
+def quadratic_problem(lr=0.1, weight_decay=0.0, schedule=None, gain_max=1.0):
+    """L(w) = ½ a w² with a fixed per-seed gain a ~ U(0, gain_max) and no data noise:
+    w_{k+1} = w_k (1 − η s(k)(a + λ)), exactly."""
+
+    def init(key):
+        return {"w": jnp.ones(())}, {"a": gain_max * jax.random.uniform(key)}
+
+    return Problem(
+        init=init,
+        sample=lambda key: jax.random.normal(key, ()),
+        loss=lambda p, s, batch: 0.5 * s["a"] * p["w"] ** 2 + 0.0 * batch,
+        observe=lambda p, s: {"w": p["w"], "a": s["a"]},
+        lr={"w": lr},
+        weight_decay={"w": weight_decay},
+        schedule={"w": schedule} if schedule else {},
+    )
+
+
+def test_sgd_step_matches_closed_form_with_weight_decay_and_schedule():
+    sched = inverse_power(k0=3.0, gamma=1.0)
+    problem = quadratic_problem(lr=0.2, weight_decay=0.5, schedule=sched)
+    steps = np.array([0, 1, 5, 20])
+    res = train(problem, steps, np.array([0, 1]))
+    a = res.observables["a"][:, 0]
+    w = np.ones_like(a)
+    expected = [w.copy()]
+    for k in range(20):
+        w = w * (1 - 0.2 * (3.0 / (k + 3.0)) * (a + 0.5))
+        if k + 1 in steps:
+            expected.append(w.copy())
+    np.testing.assert_allclose(res.observables["w"], np.stack(expected, axis=1), rtol=2e-5)
+
+
+def test_diverged_seed_is_marked_frozen_and_run_completes():
+    # η = 1: seeds with gain a > 2 have |1 − a| > 1 and blow up; the others converge.
+    problem = quadratic_problem(lr=1.0, gain_max=4.0)
+    seeds = np.arange(8)
+    res = train(problem, np.array([0, 10, 2000]), seeds)
+    a = res.observables["a"][:, 0]
+    unstable = a > 2.0
+    assert unstable.any() and (~unstable).any()
+    assert np.all((res.diverged_step >= 0) == unstable)
+    assert np.all(np.isfinite(res.observables["w"]))  # frozen at the last finite value
+    assert np.all(np.abs(res.observables["w"][~unstable, -1]) < 1e-3)
+    # the first non-finite step is where the float32 loss ½ a w² overflows (> 3.4e38),
+    # with |w_k| = |1 − a|^k
+    au = a[unstable].astype(np.float64)
+    k_overflow = 0.5 * np.log(2 * 3.4e38 / au) / np.log(np.abs(1 - au))
+    assert np.all(np.abs(res.diverged_step[unstable] - k_overflow) <= 3)
