@@ -102,7 +102,7 @@ def simulate(
     if diverged:
         console.print(f"[red]diverged seeds (frozen): {diverged}[/red]")
     state = "reused stored run" if reused else "stored"
-    console.print(f"{state}: {store.path(rid)}")
+    print(f"{state}: {store.path(rid)}")
 
 
 @app.command()
@@ -128,9 +128,10 @@ def demo(
             f"{float(traj['loss'].isel(time=-1).mean()):.4f}",
         )
     console.print(table)
-    console.print(f"runs stored in: {result.root / 'runs'}")
-    console.print(f"figure:         {result.figure}")
-    console.print(f'query them:     attndyn query --out {result.root} "SELECT * FROM runs"')
+    # plain print: paths must not be wrapped at the terminal width
+    print(f"runs stored in: {result.root / 'runs'}")
+    print(f"figure:         {result.figure}")
+    print(f'query them:     attndyn query --out {result.root} "SELECT * FROM runs"')
 
 
 @app.command()
