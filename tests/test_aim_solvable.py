@@ -237,9 +237,9 @@ def test_truncation_error_order(order):
     rng = np.random.default_rng(7)
     d = 8
     S0, S2 = wishart(rng, d, 4, scale=2.0), wishart(rng, d, 6)
-    t = np.geomspace(1e-4, 1e-2, 6)
+    t = np.geomspace(1e-4, 1e-3, 6)
     exact = moments_of(riccati_flow(S0, S2, t), S2)
-    mu0 = {k: v[0] for k, v in moments_of(S0, S2).items()}
+    mu0 = {k: float(v) for k, v in moments_of(S0, S2).items()}
     trunc = truncation(order, mu0, t)
     for name, deg in DEGREE.items():
         if deg > order:
@@ -377,7 +377,8 @@ def test_sgd_gap_shrinks_with_d(gaps):
 
 @pytest.mark.slow
 def test_sgd_tracks_closed_form_large_d(gaps):
-    """d = 256 (about 2 minutes): the gap keeps shrinking."""
+    """d = 256 (about 3 minutes on 2 cores; measured t_1 5.0e-4, q_11 1.7e-3): the gap keeps
+    shrinking."""
     big = sgd_vs_flow(256)
     for name in ("t_1", "q_11"):
         assert big[name] < gaps[128][name], (name, big[name], gaps[128][name])
