@@ -20,11 +20,16 @@ import jax.numpy as jnp
 
 
 def index_matrices(side: dict) -> list[dict]:
-    """d×d matrices of each stacked index on one side: {"S": S_k} plus "A", "B" for products."""
+    """d×d matrices of each stacked index on one side: {"S": S_k} plus "A", "B" for products.
+
+    Sides: {"F": factors} (S = FFᵀ), {"Ssym": symmetric S}, {"S": general S}, {"U", "V"}."""
     out = []
     if "F" in side:
         for f in side["F"]:
             out.append({"S": f @ f.T, "symmetric": True})
+    elif "Ssym" in side:  # symmetric matrices given directly (theory's matrix flow)
+        for s in side["Ssym"]:
+            out.append({"S": s, "symmetric": True})
     elif "S" in side:
         for s in side["S"]:
             out.append({"S": s, "symmetric": False})

@@ -1,0 +1,215 @@
+"""AIM theory: ``predict(config)`` returns a Trajectory with the simulator's observable names on
+the simulator's time grid (no seed axis).
+
+Methods (``method``):
+- ``hierarchy``: tied moment hierarchy, Eq. 11 truncated at degree ``truncation`` (Eq. 13);
+- ``matrix-flow``: tied matrix-level mean flow at the config's d (exact solution of Eq. 11 for
+  that initial state), averaged over the config's seeds;
+- ``direct-ode``: Theorem 4 (direct S);
+- ``auto``: hierarchy for tied, direct-ode for direct S.
+
+Initial conditions: the order parameters of the simulator's own initial matrices (same d, same
+seeds: ``seed .. seed + seeds − 1``), averaged over seeds, so theory and simulation start from
+the same point up to O(1/√d) seed-to-seed fluctuations.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from pydantic import Field, model_validator
+
+from attndyn.core.config import canonical
+from attndyn.core.grids import record_steps
+from attndyn.core.trainer import seed_keys
+from attndyn.core.trajectory import make_trajectory
+from attndyn.models.aim import build, student_side
+from attndyn.models.aim.config import AIMConfig
+from attndyn.models.aim.observables import observe
+from attndyn.models.aim.theory.direct import DirectODE
+from attndyn.models.aim.theory.hierarchy import MatrixFlow, TiedHierarchy
+from attndyn.models.aim.theory.potential import potential_for
+
+__all__ = ["AIMTheoryConfig", "predict", "initial_matrices", "initial_observables"]
+
+
+class AIMTheoryConfig(AIMConfig):
+    """An AIM config plus the theory's own settings."""
+
+    method: Literal["auto", "hierarchy", "matrix-flow", "direct-ode"] = Field(
+        "auto", description="theory to integrate (see attndyn.models.aim.theory)"
+    )
+    truncation: int = Field(6, ge=1, le=12, description="degree M of the truncated hierarchy")
+    rtol: float = Field(1e-8, gt=0, lt=1e-2, description="relative tolerance of the ODE solver")
+    quad_log2: int = Field(
+        14, ge=8, le=20, description="log2 of QMC nodes when Gauss–Hermite does not fit"
+    )
+
+    @model_validator(mode="after")
+    def _method_fits(self) -> AIMTheoryConfig:
+        tied_only = self.method in ("hierarchy", "matrix-flow")
+        if tied_only and self.param != "tied":
+            raise ValueError(f"method '{self.method}' needs param='tied' (got '{self.param}')")
+        if self.method == "direct-ode" and self.param != "direct":
+            raise ValueError(f"method 'direct-ode' needs param='direct' (got '{self.param}')")
+        if self.param == "untied":
+            raise ValueError(
+                "the untied fast–slow theory is not implemented yet; use tied or direct"
+            )
+        if self.param == "tied" and self.teacher_kind == "product":
+            raise ValueError("tied theory needs a symmetric teacher ('wishart' or 'identity')")
+        return self
+
+    @property
+    def resolved_method(self) -> str:
+        if self.method != "auto":
+            return self.method
+        return "hierarchy" if self.param == "tied" else "direct-ode"
+
+
+def time_grid(config: AIMConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(times, samples) of the simulator's record grid for ``config``."""
+    steps = record_steps(config.total_steps, config.records, config.grid)
+    samples = steps * config.batch
+    return samples * config.time_per_sample, samples
+
+
+def initial_matrices(config: AIMConfig, seed: int) -> tuple[dict, dict]:
+    """(student side, teacher side) of the simulator's initial state for one seed (float64)."""
+    with jax.enable_x64(True):
+        cfg = config.model_copy(update={"dtype": "float64", "test_size": 0})
+        problem = build(AIMConfig(**{k: getattr(cfg, k) for k in AIMConfig.model_fields}))
+        init_keys, _ = seed_keys(np.array([seed]))
+        params, state = problem.init(init_keys[0])
+        return student_side(params, config.param), state["teacher"]
+
+
+def initial_observables(config: AIMConfig, degree: int) -> dict[str, float]:
+    """Order parameters and moments up to ``degree`` at t = 0, averaged over the config's seeds."""
+    acc: dict[str, float] = {}
+    seeds = range(config.seed, config.seed + config.seeds)
+    for seed in seeds:
+        student, teacher = initial_matrices(config, seed)
+        with jax.enable_x64(True):
+            obs = observe(student, teacher, config.param, max(degree, 2))
+        for k, v in obs.items():
+            acc[k] = acc.get(k, 0.0) + float(v) / len(seeds)
+    return acc
+
+
+def _n_student(config: AIMConfig) -> int:
+    return config.heads * (2 if config.output == "two-layer" else 1)
+
+
+def predict(config: AIMTheoryConfig) -> xr.Dataset:  # noqa: F821
+    """Integrate the theory on the simulator's time grid; see the module docstring."""
+    times, samples = time_grid(config)
+    potential = potential_for(config, log2_qmc=config.quad_log2)
+    K = potential.K
+    trainable = tuple(range(1, _n_student(config) + 1))
+    method = config.resolved_method
+    if method == "hierarchy":
+        hierarchy = TiedHierarchy(
+            K, trainable, config.truncation, potential.gamma_tied, config.weight_decay
+        )
+        mu0 = hierarchy.initial(initial_observables(config, config.truncation))
+        obs = hierarchy.solve(mu0, times, config.rtol)
+        q = lambda i: np.array(
+            [
+                [obs[f"q_{min(k, l)}{max(k, l)}"][i] for l in range(1, K + 1)]  # noqa: E731
+                for k in range(1, K + 1)
+            ]
+        )
+        obs["loss"] = np.array([_phi_or_nan(potential.phi_tied, q(i)) for i in range(len(times))])
+    elif method == "matrix-flow":
+        obs = _matrix_flow(config, potential, trainable, times)
+    else:
+        init = initial_observables(config, 2)
+        t0 = [init[f"t_{k}"] for k in range(1, K + 1)]
+        psi0 = np.array(
+            [
+                [init[f"Psi_{min(k, l)}{max(k, l)}"] for l in range(1, K + 1)]
+                for k in range(1, K + 1)
+            ]
+        )
+        omega0 = np.array(
+            [
+                [init[f"Omega_{min(k, l)}{max(k, l)}"] for l in range(1, K + 1)]
+                for k in range(1, K + 1)
+            ]
+        )
+        ode = DirectODE(potential, trainable, config.weight_decay)
+        obs = ode.solve(t0, psi0, omega0, times, config.rtol)
+        sym = lambda name, i: np.array(
+            [
+                [
+                    obs[f"{name}_{min(k, l)}{max(k, l)}"][i]  # noqa: E731
+                    for l in range(1, K + 1)
+                ]
+                for k in range(1, K + 1)
+            ]
+        )
+        obs["loss"] = np.array(
+            [
+                potential.value(np.zeros(K), sym("Omega", i), sym("Psi", i))
+                if np.all(np.isfinite(sym("Omega", i)))
+                else np.nan
+                for i in range(len(times))
+            ]
+        )
+    _add_structural_overlaps(obs, K)
+    return make_trajectory(
+        obs,
+        time=times,
+        samples=samples,
+        family="aim",
+        config=dict(canonical(config), theory=method),
+    )
+
+
+def _phi_or_nan(phi, q):
+    return phi(q) if np.all(np.isfinite(q)) else np.nan
+
+
+def _add_structural_overlaps(obs: dict, K: int) -> None:
+    for k in range(1, K + 1):
+        for l in range(k, K + 1):
+            if f"p_{k}{l}" not in obs and f"q_{k}{l}" in obs:
+                obs[f"p_{k}{l}"] = obs[f"q_{k}{l}"] - obs[f"t_{k}"] * obs[f"t_{l}"]
+
+
+def _matrix_flow(config, potential, trainable, times) -> dict[str, np.ndarray]:
+    flow = MatrixFlow(trainable, potential.gamma_tied, config.weight_decay)
+    seeds = list(range(config.seed, config.seed + config.seeds))
+    acc: dict[str, np.ndarray] = {}
+    for seed in seeds:
+        student, teacher = initial_matrices(config, seed)
+        mats = [np.asarray(f @ f.T) for f in np.asarray(student["F"])]
+        mats += [np.asarray(f @ f.T) for f in np.asarray(teacher["F"])]
+        path = flow.solve(np.stack(mats), times, config.rtol)
+        for i in range(len(times)):
+            with jax.enable_x64(True):
+                S = jnp.asarray(path[i])
+                n_s = len(trainable)
+                obs = observe({"Ssym": S[:n_s]}, {"Ssym": S[n_s:]}, "tied", config.moment_degree)
+            for name, v in obs.items():
+                acc.setdefault(name, np.zeros(len(times)))[i] += float(v) / len(seeds)
+    K = potential.K
+    acc["loss"] = np.array(
+        [
+            _phi_or_nan(
+                potential.phi_tied,
+                np.array(
+                    [
+                        [acc[f"q_{min(k, l)}{max(k, l)}"][i] for l in range(1, K + 1)]
+                        for k in range(1, K + 1)
+                    ]
+                ),
+            )
+            for i in range(len(times))
+        ]
+    )
+    return acc

@@ -1,0 +1,162 @@
+"""Tied AIM: the moment hierarchy (P1 Eq. 11) truncated at degree M (Eq. 13), and the
+matrix-level mean flow (Eqs. 207–210, 263) that solves it exactly for a finite-d initial state.
+
+Moments μ_α = Tr(S_{k1}⋯S_{kw})/d for words α over the indices; the S_k are symmetric, so a word
+is one representative of its class under cyclic rotation and reversal. Eq. 11:
+
+    dμ_α/dt = − Σ_{i: k_i ∈ 𝒦} Σ_l Γ_{k_i l}(q) [μ_(k1..k_{i−1}, l, k_i..kw) + μ_(k1..k_i, l, k_{i+1}..kw)]
+              − (γ/2) |α|_𝒦 μ_α,
+
+with q_kl = μ_(k,l), Γ = ∇Φ (Eq. 91) and |α|_𝒦 the number of trainable letters in α. The
+truncation sets μ_α ≡ 0 for |α| > M. The matrix flow is
+
+    dS_k/dt = − Σ_l Γ_kl(q) (S_l S_k + S_k S_l) − (γ/2) S_k   (k trainable),
+
+whose traces satisfy Eq. 11 identically (aim_d3_notes.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from attndyn.models.aim.observables import canonical_words
+
+
+def moment_name(word: tuple[str, ...]) -> str:
+    """The simulator's observable name of a word: t_k, q_kl, mu_k.l.m..."""
+    if len(word) == 1:
+        return f"t_{word[0]}"
+    if len(word) == 2:
+        return f"q_{word[0]}{word[1]}"
+    return "mu_" + ".".join(word)
+
+
+def canonical(word: tuple[str, ...]) -> tuple[str, ...]:
+    """Class representative under rotation and reversal (symmetric letters)."""
+    n = len(word)
+    rev = word[::-1]
+    return min([word[i:] + word[:i] for i in range(n)] + [rev[i:] + rev[:i] for i in range(n)])
+
+
+@dataclass
+class TiedHierarchy:
+    """Eq. 11 truncated at degree M for K indices, of which ``trainable`` (1-based) evolve."""
+
+    K: int
+    trainable: tuple[int, ...]
+    M: int
+    gamma_fn: Callable[[np.ndarray], np.ndarray]  # q (K×K) -> Γ(q) (K×K)
+    weight_decay: float = 0.0
+
+    def __post_init__(self):
+        letters = [str(k) for k in range(1, self.K + 1)]
+        sym = {z: z for z in letters}
+        self.words = [w for n in range(1, self.M + 1) for w in canonical_words(letters, sym, n)]
+        self.index = {w: i for i, w in enumerate(self.words)}
+        self.names = [moment_name(w) for w in self.words]
+        n = len(self.words)
+        src, ki, li, tgt1, tgt2 = [], [], [], [], []
+        trainable = {str(k) for k in self.trainable}
+        for a, word in enumerate(self.words):
+            for i, letter in enumerate(word):
+                if letter not in trainable:
+                    continue
+                for l in letters:
+                    w1 = word[:i] + (l,) + word[i:]
+                    w2 = word[: i + 1] + (l,) + word[i + 1 :]
+                    src.append(a)
+                    ki.append(int(letter) - 1)
+                    li.append(int(l) - 1)
+                    tgt1.append(self.index.get(canonical(w1), n))  # n: truncated (μ ≡ 0)
+                    tgt2.append(self.index.get(canonical(w2), n))
+        self._src, self._k, self._l = np.array(src), np.array(ki), np.array(li)
+        self._t1, self._t2 = np.array(tgt1), np.array(tgt2)
+        self._decay = np.array([sum(z in trainable for z in w) for w in self.words], float)
+        self._q_index = np.array(
+            [
+                [self.index[canonical((str(k), str(l)))] for l in range(1, self.K + 1)]
+                for k in range(1, self.K + 1)
+            ]
+        )
+
+    def q_of(self, mu: np.ndarray) -> np.ndarray:
+        return mu[self._q_index]
+
+    def rhs(self, t: float, mu: np.ndarray) -> np.ndarray:
+        gamma = self.gamma_fn(self.q_of(mu))
+        ext = np.append(mu, 0.0)
+        terms = gamma[self._k, self._l] * (ext[self._t1] + ext[self._t2])
+        d_mu = -np.bincount(self._src, weights=terms, minlength=len(mu))
+        return d_mu - 0.5 * self.weight_decay * self._decay * mu
+
+    def initial(self, moments: dict[str, float]) -> np.ndarray:
+        """State vector from a dict of observable names (missing names are an error)."""
+        missing = [n for n in self.names if n not in moments]
+        if missing:
+            raise KeyError(f"initial moments missing: {missing[:5]}")
+        return np.array([moments[n] for n in self.names], dtype=np.float64)
+
+    def solve(
+        self, mu0: np.ndarray, times: np.ndarray, rtol: float = 1e-8
+    ) -> dict[str, np.ndarray]:
+        """Integrate with an adaptive Runge–Kutta (DOP853) in float64; values at ``times``."""
+        sol = solve_ivp(
+            self.rhs,
+            (0.0, float(times[-1])),
+            mu0,
+            method="DOP853",
+            t_eval=times,
+            rtol=rtol,
+            atol=rtol * 1e-2,
+        )
+        values = _complete(sol, times)
+        return {name: values[i] for i, name in enumerate(self.names)}
+
+
+def _complete(sol, times: np.ndarray) -> np.ndarray:
+    """Solution at ``times``; NaN beyond the point where the solver stopped (blow-up)."""
+    out = np.full((sol.y.shape[0], len(times)), np.nan)
+    out[:, : sol.y.shape[1]] = sol.y
+    return out
+
+
+@dataclass
+class MatrixFlow:
+    """The matrix-level mean flow at finite d (float64 numpy), tied indices."""
+
+    trainable: tuple[int, ...]
+    gamma_fn: Callable[[np.ndarray], np.ndarray]
+    weight_decay: float = 0.0
+
+    def solve(self, S0: np.ndarray, times: np.ndarray, rtol: float = 1e-8) -> np.ndarray:
+        """S(t) at ``times`` from S0 (K, d, d); returns (len(times), K, d, d)."""
+        K, d, _ = S0.shape
+        train = [k - 1 for k in self.trainable]
+
+        def rhs(t, y):
+            S = y.reshape(K, d, d)
+            q = np.einsum("kab,lab->kl", S, S) / d
+            gamma = self.gamma_fn(q)
+            dS = np.zeros_like(S)
+            for k in train:
+                acc = np.zeros((d, d))
+                for l in range(K):
+                    acc += gamma[k, l] * S[l]
+                dS[k] = -(acc @ S[k] + S[k] @ acc) - 0.5 * self.weight_decay * S[k]
+            return dS.reshape(-1)
+
+        sol = solve_ivp(
+            rhs,
+            (0.0, float(times[-1])),
+            S0.reshape(-1),
+            method="RK45",
+            t_eval=times,
+            rtol=rtol,
+            atol=rtol * 1e-2,
+        )
+        values = _complete(sol, times)
+        return values.T.reshape(len(times), K, d, d)

@@ -1,0 +1,173 @@
+"""The population potential Φ and its gradients (P1 Theorem 1, Eq. 91, App. E.1.2, Eqs. 571–572).
+
+By Theorem 1 the forms G_ijk converge to a Gaussian vector with
+
+    E G_ijk = C_ij m_k,   Cov(G_ijk, G_i'j'l) = C_ii' C_jj' Ω_kl + C_ij' C_ji' Ψ_kl,
+
+with m_k = Tr S_k/√d (0 for centred forms), Ω_kl = Tr(S_k S_lᵀ)/d, Ψ_kl = Tr(S_k S_l)/d. So the
+population loss is Φ(m, Ω, Ψ) = E L(G). Tied S is the case Ω = Ψ = q, m = 0; untied uses
+(m, q⁽¹⁾ = Ω, q⁽²⁾ = Ψ).
+
+Gradients follow the paper's convention: derivatives with respect to the K×K matrices taken with
+*independent* entries, i.e. Price's theorem ∂E f/∂Σ_ab = ½ E ∂_a∂_b f, so an off-diagonal entry is
+half the derivative with respect to the symmetric scalar:
+
+    [∇_Ω Φ]_kl = ½ Σ C_ii' C_jj' E ∂²L/∂G_ijk ∂G_i'j'l        (Eq. 458)
+    [∇_Ψ Φ]_kl = ½ Σ C_ij' C_ji' E ∂²L/∂G_ijk ∂G_i'j'l        (Eq. 459)
+    Γ_kl(q)    = [∇_Ω Φ + ∇_Ψ Φ]_kl at Ω = Ψ = q             (Eq. 91)
+    ∂Φ/∂m_k    = Σ_ij C_ij E ∂L/∂G_ijk                       (untied b_k, Eq. 566)
+
+They are obtained by reverse-mode automatic differentiation of the quadrature estimate of Φ
+(tests check them against Price's formula with the autodiff Hessian of L and against closed forms).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.core.gaussian import Rule, rule_for
+from attndyn.models.aim import model
+from attndyn.models.aim.config import AIMConfig
+
+
+@dataclass
+class Potential:
+    """Φ(m, Ω, Ψ) = E L(G) for a loss L of the full form tensor G[K, L, L] (one sample).
+
+    The Gaussian vector is parameterised by its distinct entries: for an index with a symmetric
+    matrix G_ijk = G_jik, so only i ≤ j is kept (``keep``); the covariance of the kept entries is
+    positive definite for non-degenerate order parameters and is factored by Cholesky (with a
+    relative jitter of 1e-12), so Φ is differentiable by reverse-mode autodiff.
+    """
+
+    loss: callable
+    C: np.ndarray
+    keep: np.ndarray  # indices of the distinct entries in the flattened (k, i, j) order
+    expand: np.ndarray  # (n_full, n_kept) 0/1 matrix: G_full = expand @ G_kept
+    rule: Rule
+    constant: float = 0.0  # label-noise contribution to Φ (no effect on gradients)
+    _jit: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def L(self) -> int:
+        return self.C.shape[0]
+
+    @property
+    def K(self) -> int:
+        return self.expand.shape[0] // (self.L * self.L)
+
+    def covariance(self, omega, psi, xp=np):
+        """Cov of the flattened forms (order k, i, j): C_ii'C_jj'Ω_kl + C_ij'C_ji'Ψ_kl."""
+        C = xp.asarray(self.C)
+        a = xp.einsum("ac,bd,kl->kablcd", C, C, omega)
+        b = xp.einsum("ad,bc,kl->kablcd", C, C, psi)
+        n = self.K * self.L * self.L
+        return (a + b).reshape(n, n)
+
+    def mean(self, m, xp=np):
+        """E G_ijk = C_ij m_k, flattened."""
+        return (xp.asarray(m)[:, None, None] * xp.asarray(self.C)[None]).reshape(-1)
+
+    def _phi(self, m, omega, psi):
+        # symmetrise first: derivatives w.r.t. the unsymmetrised matrices then carry the ½
+        # convention of Eqs. 91/458/459 on off-diagonal entries
+        omega = 0.5 * (omega + omega.T)
+        psi = 0.5 * (psi + psi.T)
+        keep = jnp.asarray(self.keep)
+        cov = self.covariance(omega, psi, jnp)[keep][:, keep]
+        jitter = 1e-12 * (jnp.trace(cov) / cov.shape[0] + 1e-300)
+        chol = jnp.linalg.cholesky(cov + jitter * jnp.eye(cov.shape[0], dtype=cov.dtype))
+        g_kept = self.mean(m, jnp)[keep] + jnp.asarray(self.rule.nodes) @ chol.T
+        g_full = g_kept @ jnp.asarray(self.expand).T
+        shape = (self.K, self.L, self.L)
+        losses = jax.vmap(lambda g: self.loss(g.reshape(shape)))(g_full)
+        return jnp.sum(jnp.asarray(self.rule.weights) * losses)
+
+    def _compiled(self, name):
+        if name not in self._jit:
+            fn = self._phi if name == "value" else jax.grad(self._phi, argnums=(0, 1, 2))
+            self._jit[name] = jax.jit(fn)
+        return self._jit[name]
+
+    def _call(self, name, m, omega, psi):
+        with jax.enable_x64(True):
+            args = [jnp.asarray(a, jnp.float64) for a in (m, omega, psi)]
+            return self._compiled(name)(*args)
+
+    def value(self, m, omega, psi) -> float:
+        """Φ(m, Ω, Ψ)."""
+        return float(self._call("value", m, omega, psi)) + self.constant
+
+    def gradients(self, m, omega, psi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(∂Φ/∂m, ∇_Ω Φ, ∇_Ψ Φ) with the ½ convention for off-diagonal entries."""
+        return tuple(np.asarray(x) for x in self._call("grads", m, omega, psi))
+
+    # Tied / centred convenience (m = 0, Ω = Ψ = q)
+    def phi_tied(self, q) -> float:
+        """Φ(q) of the tied model (P1 §3)."""
+        return self.value(np.zeros(self.K), q, q)
+
+    def gamma_tied(self, q) -> np.ndarray:
+        """Γ(q) = ∇Φ(q), Eq. 91: [∇_Ω Φ + ∇_Ψ Φ] at Ω = Ψ = q."""
+        _, d_omega, d_psi = self.gradients(np.zeros(self.K), q, q)
+        return d_omega + d_psi
+
+
+def _distinct_entries(symmetric: list[bool], L: int) -> tuple[np.ndarray, np.ndarray]:
+    """Kept entry indices and the expansion matrix for indices with symmetric forms."""
+    full = {}
+    keep = []
+    for k, sym in enumerate(symmetric):
+        for i in range(L):
+            for j in range(L):
+                flat = (k * L + i) * L + j
+                if sym and j < i:
+                    full[flat] = (k * L + j) * L + i  # copy of the (j, i) entry
+                else:
+                    keep.append(flat)
+    position = {f: n for n, f in enumerate(keep)}
+    n_full = len(symmetric) * L * L
+    expand = np.zeros((n_full, len(keep)))
+    for f in range(n_full):
+        expand[f, position[full.get(f, f)]] = 1.0
+    return np.asarray(keep), expand
+
+
+def symmetric_indices(config: AIMConfig) -> list[bool]:
+    """Which indices (students then teachers) have symmetric matrices."""
+    layers = 2 if config.output == "two-layer" else 1
+    n_student = config.heads * layers
+    n_teacher = config.n_teacher_heads * layers
+    student_sym = config.param == "tied"
+    teacher_sym = config.teacher_kind in ("wishart", "identity")
+    return [student_sym] * n_student + [teacher_sym] * n_teacher
+
+
+def potential_for(config: AIMConfig, max_nodes: int = 1 << 16, log2_qmc: int = 15) -> Potential:
+    """Φ for the loss the simulator trains on (same output functions and normalisation)."""
+    layers = 2 if config.output == "two-layer" else 1
+    n_student = config.heads * layers
+    out_s = model.make_output(
+        config.output, config.activation, config.beta, config.heads, config.layer_c
+    )
+    out_t = model.make_output(
+        config.output, config.activation, config.beta, config.n_teacher_heads, config.layer_c
+    )
+
+    def loss(g):
+        y = out_s(g[None, :n_student])
+        y_star = out_t(g[None, n_student:])
+        return model.squared_error(y, y_star, config.loss_scale)[0]
+
+    L = config.L
+    C = np.eye(L) if config.C is None else np.asarray(config.C, dtype=np.float64)
+    keep, expand = _distinct_entries(symmetric_indices(config), L)
+    rule = rule_for(len(keep), max_nodes=max_nodes, log2_n=log2_qmc)
+    n_out = L * L  # every output has L×L entries
+    scale = 0.5 if config.loss_scale == "half" else 1.0
+    constant = scale * n_out * config.label_noise**2
+    return Potential(loss=loss, C=C, keep=keep, expand=expand, rule=rule, constant=constant)
