@@ -13,6 +13,6 @@ from attndyn.core.jaxsetup import enable_compilation_cache  # noqa: E402
 
 enable_compilation_cache()
 
-from attndyn.api import Results, results, simulate  # noqa: E402
+from attndyn.api import Results, predict, results, run, simulate  # noqa: E402
 
-__all__ = ["Results", "__version__", "results", "simulate"]
+__all__ = ["Results", "__version__", "predict", "results", "run", "simulate"]

@@ -13,7 +13,7 @@ import pandas as pd
 import xarray as xr
 
 from attndyn.core.config import RunConfig, run_id, validate
-from attndyn.models import get_family
+from attndyn.models import get_family, get_theory
 from attndyn.store import Store, connect, results_dir
 
 
@@ -30,11 +30,15 @@ def run_config(
     Returns (trajectory, reused).
     """
     module = get_family(family)
-    rid = run_id(family, config)
+    return _cached(run_id(family, config), lambda: module.simulate(config), store, force)
+
+
+def _cached(rid: str, compute, store: Store | None, force: bool) -> tuple[xr.Dataset, bool]:
+    """Read run ``rid`` from the store, or compute, time and store it."""
     if store is not None and store.exists(rid) and not force:
         return store.read(rid), True
     start = time.perf_counter()
-    traj = module.simulate(config)
+    traj = compute()
     wall = time.perf_counter() - start
     traj.attrs["run_id"] = rid
     if store is not None:
@@ -58,6 +62,48 @@ def simulate(
     cfg = make_config(family, config)
     traj, _ = run_config(family, cfg, Store(out) if out is not None else None, force)
     return traj
+
+
+def make_theory_config(family: str, values: dict[str, Any]) -> RunConfig:
+    """Validate ``values`` against the family's theory config."""
+    return validate(get_theory(family).Config, values)
+
+
+def run_theory_config(
+    family: str, config: RunConfig, store: Store | None = None, force: bool = False
+) -> tuple[xr.Dataset, bool]:
+    """Integrate the theory for ``config``; stored like a run (kind ``theory``)."""
+    module = get_theory(family)
+    return _cached(run_id(f"{family}:theory", config), lambda: module.predict(config), store, force)
+
+
+def predict(
+    family: str = "aim",
+    *,
+    out: str | os.PathLike | None = None,
+    force: bool = False,
+    **config: Any,
+) -> xr.Dataset:
+    """The theory's Trajectory for one configuration (same names and time grid as
+    ``simulate``; no seed axis). With ``out`` it is stored as a run of kind ``theory``."""
+    cfg = make_theory_config(family, config)
+    traj, _ = run_theory_config(family, cfg, Store(out) if out is not None else None, force)
+    return traj
+
+
+def run(
+    name: str,
+    preset: str = "small",
+    *,
+    out: str | os.PathLike | None = None,
+    force: bool = False,
+    **overrides: Any,
+):
+    """Run a registered experiment: returns an outcome with ``claims``, ``summary``,
+    ``run_ids``, ``figure`` and the raw ``results`` (Trajectories)."""
+    from attndyn.experiments.runner import run_experiment
+
+    return run_experiment(name, preset, overrides, out=out, force=force)
 
 
 @dataclass

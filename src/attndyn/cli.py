@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -103,6 +104,99 @@ def simulate(
         console.print(f"[red]diverged seeds (frozen): {diverged}[/red]")
     state = "reused stored run" if reused else "stored"
     print(f"{state}: {store.path(rid)}")
+
+
+@app.command()
+def predict(
+    family: Annotated[str, typer.Argument(help="model family, e.g. aim")],
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="config field, key=value (repeatable)")
+    ] = None,
+    out: OutOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="recompute a stored theory run")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
+) -> None:
+    """Integrate the theory for one configuration and store it (kind 'theory')."""
+    from attndyn.api import make_theory_config, run_theory_config
+    from attndyn.core.config import parse_assignments
+    from attndyn.store import Store
+
+    config = make_theory_config(family, parse_assignments(set_))
+    store = Store(out)
+    traj, reused = run_theory_config(family, config, store, force)
+    rid = traj.attrs["run_id"]
+    summary = _final_summary(traj)
+    if as_json:
+        payload = {
+            "run_id": rid,
+            "path": str(store.path(rid)),
+            "reused": reused,
+            "time": float(traj["time"].values[-1]),
+            "final": summary,
+        }
+        print(json.dumps(_json_safe(payload)))
+        return
+    table = Table(title=f"{family} theory {rid} at t = {float(traj['time'][-1]):.4g}")
+    table.add_column("observable")
+    table.add_column("value", justify="right")
+    for name, stats in summary.items():
+        table.add_row(name, f"{stats['mean']:.5g}")
+    console.print(table)
+    print(f"{'reused stored run' if reused else 'stored'}: {store.path(rid)}")
+
+
+@app.command("list")
+def list_() -> None:
+    """List the registered experiments."""
+    from attndyn.experiments import list_experiments
+
+    table = Table(title="experiments (attndyn run NAME)")
+    table.add_column("name")
+    table.add_column("description")
+    for name, description in list_experiments():
+        table.add_row(name, description)
+    console.print(table)
+
+
+@app.command()
+def run(
+    name: Annotated[str, typer.Argument(help="experiment name (attndyn list)")],
+    preset: Annotated[str, typer.Option(help="small or paper")] = "small",
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="config field, key=value (repeatable)")
+    ] = None,
+    seeds: Annotated[
+        int | None, typer.Option(help="number of seeds (same as --set seeds=N)")
+    ] = None,
+    out: OutOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="recompute stored runs")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="exit 1 if any claim fails")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
+) -> None:
+    """Run an experiment: store its runs, check its claims, save its figure."""
+    from attndyn.core.config import parse_assignments
+    from attndyn.experiments.runner import run_experiment
+
+    overrides = parse_assignments(set_)
+    if seeds is not None:
+        overrides["seeds"] = seeds
+    outcome = run_experiment(name, preset, overrides, out=out, force=force)
+    if as_json:
+        print(json.dumps(_json_safe(outcome.as_json())))
+    else:
+        table = Table(title=f"{name} ({preset}): claims")
+        for col in ("claim", "statement", "value", "target", "verdict"):
+            table.add_column(col)
+        for c in outcome.claims:
+            verdict = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
+            table.add_row(c.name, c.statement, _fmt(c.value), c.target, verdict)
+        console.print(table)
+        print(f"figure: {outcome.figure}")
+        print(
+            f"runs:   {len(outcome.run_ids)} stored in {Path(outcome.figure).parents[1] / 'runs'}"
+        )
+    if strict and not outcome.passed:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -13,6 +13,7 @@ from types import ModuleType
 from attndyn.errors import InputError
 
 FAMILIES = {"aim": "attndyn.models.aim"}
+THEORIES = {"aim": "attndyn.models.aim.theory"}
 
 
 def get_family(name: str) -> ModuleType:
@@ -21,3 +22,12 @@ def get_family(name: str) -> ModuleType:
         allowed = ", ".join(sorted(FAMILIES))
         raise InputError(f"unknown family '{name}'; allowed: {allowed}")
     return importlib.import_module(FAMILIES[name])
+
+
+def get_theory(name: str) -> ModuleType:
+    """The theory module of family ``name`` (``TheoryConfig``-like ``Config`` and ``predict``)."""
+    get_family(name)
+    if name not in THEORIES:
+        allowed = ", ".join(sorted(THEORIES))
+        raise InputError(f"family '{name}' has no theory yet; families with theory: {allowed}")
+    return importlib.import_module(THEORIES[name])

@@ -49,11 +49,16 @@ def plot_observable(
         ax.set_title(title, fontsize=10)
     ax.axhline(0.0, color="0.6", lw=0.6)
     ax.legend(frameon=False)
+    return save_figure(fig, path)
+
+
+def save_figure(fig, path: str | os.PathLike) -> Path:
+    """tight_layout, write to a temporary name, rename (never a half-written PNG), close."""
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.png")
-    fig.savefig(tmp)
+    fig.savefig(tmp, dpi=120)
     plt.close(fig)
     os.replace(tmp, path)
     return path

@@ -91,6 +91,63 @@ class Store:
             ) from None
         return final
 
+    def write_experiment(self, record: dict[str, Any], key: str) -> Path:
+        """Store an experiment's claims as ``experiments/<key>.parquet`` (one row per claim;
+        the whole record, summary included, in the metadata)."""
+        from attndyn import __version__
+
+        created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        rows = [
+            {
+                "experiment": record["experiment"],
+                "preset": record["preset"],
+                "key": key,
+                "claim": c["name"],
+                "statement": c["statement"],
+                "value": c["value"],
+                "target": c["target"],
+                "passed": c["passed"],
+                "created": created,
+                "version": __version__,
+            }
+            for c in record["claims"]
+        ]
+        schema = pa.schema(
+            [
+                ("experiment", pa.string()),
+                ("preset", pa.string()),
+                ("key", pa.string()),
+                ("claim", pa.string()),
+                ("statement", pa.string()),
+                ("value", pa.float64()),
+                ("target", pa.string()),
+                ("passed", pa.bool_()),
+                ("created", pa.string()),
+                ("version", pa.string()),
+            ]
+        )
+        table = pa.Table.from_pylist(rows, schema=schema)
+        table = table.replace_schema_metadata({META_KEY: json.dumps(record, default=str).encode()})
+        return self._atomic_write(table, self.root / "experiments", key)
+
+    def _atomic_write(self, table: pa.Table, folder: Path, key: str) -> Path:
+        final = folder / f"{key}.parquet"
+        tmp = folder / f".{key}.{os.getpid()}.tmp"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as fh:
+                pq.write_table(table, fh, compression="zstd")
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise StoreError(
+                f"cannot write results to {self.root}: {exc.strerror or exc}"
+            ) from None
+        return final
+
     def metadata(self, run_id: str) -> dict[str, Any]:
         """The run record stored with a run."""
         meta = pq.read_schema(self.path(run_id)).metadata or {}

@@ -2,7 +2,8 @@
 
 - ``observables``: run_id, seed, time, samples, step, name, value (one row per recorded value);
 - ``runs``: one row per run: run_id, family, kind, status, n_diverged, wall_s, version, schema,
-  created, file, then one column per flattened config field (typed from the stored JSON).
+  created, file, then one column per flattened config field (typed from the stored JSON);
+- ``claims``: experiment, preset, key, claim, statement, value, target, passed, created, version.
 """
 
 from __future__ import annotations
@@ -42,10 +43,37 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+CLAIM_COLUMNS = {
+    "experiment": "VARCHAR",
+    "preset": "VARCHAR",
+    "key": "VARCHAR",
+    "claim": "VARCHAR",
+    "statement": "VARCHAR",
+    "value": "DOUBLE",
+    "target": "VARCHAR",
+    "passed": "BOOLEAN",
+    "created": "VARCHAR",
+    "version": "VARCHAR",
+}
+
+
+def _claims_view(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    if folder.is_dir() and any(folder.glob("*.parquet")):
+        glob = str(folder / "*.parquet").replace("'", "''")
+        con.execute(
+            f"CREATE VIEW claims AS SELECT {', '.join(CLAIM_COLUMNS)} FROM read_parquet('{glob}')"
+        )
+    else:
+        cols = ", ".join(f"NULL::{t} {n}" for n, t in CLAIM_COLUMNS.items())
+        con.execute(f"CREATE VIEW claims AS SELECT * FROM (SELECT {cols}) WHERE false")
+
+
 def connect(root: str | Path | None = None) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with the views ``runs`` and ``observables`` over ``root``."""
+    """An in-memory DuckDB connection with the views ``runs``, ``observables`` and ``claims``
+    (one row per claim of every stored experiment run) over ``root``."""
     runs_dir = results_dir(root) / "runs"
     con = duckdb.connect()
+    _claims_view(con, results_dir(root) / "experiments")
     files = sorted(runs_dir.glob("*.parquet")) if runs_dir.is_dir() else []
     if not files:
         con.execute(

@@ -146,10 +146,10 @@ def build(config: AIMConfig) -> Problem:
 
 def simulate(config: AIMConfig):
     """Run ``config.seeds`` seeds and return the Trajectory (dims seed × time)."""
-    problem = build(config)
     steps = record_steps(config.total_steps, config.records, config.grid)
     seeds = np.arange(config.seed, config.seed + config.seeds)
     with jax.enable_x64(config.dtype == "float64"):
+        problem = build(config)  # inside: float64 constants must not be rounded to float32
         result = train(problem, steps, seeds)
     samples = steps * problem.batch
     return make_trajectory(

@@ -33,7 +33,7 @@ from attndyn.models.aim.theory.direct import DirectODE
 from attndyn.models.aim.theory.hierarchy import MatrixFlow, TiedHierarchy
 from attndyn.models.aim.theory.potential import potential_for
 
-__all__ = ["AIMTheoryConfig", "predict", "initial_matrices", "initial_observables"]
+__all__ = ["AIMTheoryConfig", "Config", "predict", "initial_matrices", "initial_observables"]
 
 
 class AIMTheoryConfig(AIMConfig):
@@ -68,6 +68,9 @@ class AIMTheoryConfig(AIMConfig):
         if self.method != "auto":
             return self.method
         return "hierarchy" if self.param == "tied" else "direct-ode"
+
+
+Config = AIMTheoryConfig
 
 
 def time_grid(config: AIMConfig) -> tuple[np.ndarray, np.ndarray]:

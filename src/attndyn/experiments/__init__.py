@@ -1,0 +1,41 @@
+"""Registered experiments: one module per published claim. ``attndyn list`` shows them."""
+
+from __future__ import annotations
+
+import importlib
+
+from attndyn.errors import InputError
+from attndyn.experiments.base import Claim, Experiment, ExperimentConfig, RunContext
+
+# name -> "module:Class"; modules are imported lazily
+REGISTRY: dict[str, str] = {
+    "aim-parameterization": "attndyn.experiments.aim_parameterization:AIMParameterization",
+}
+
+
+def register(name: str, target: str) -> None:
+    REGISTRY[name] = target
+
+
+def get_experiment(name: str) -> Experiment:
+    if name not in REGISTRY:
+        allowed = ", ".join(sorted(REGISTRY)) or "(none)"
+        raise InputError(f"unknown experiment '{name}'; allowed: {allowed}")
+    module, cls = REGISTRY[name].split(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def list_experiments() -> list[tuple[str, str]]:
+    """(name, one-line description) of every registered experiment, sorted by name."""
+    return [(name, get_experiment(name).description) for name in sorted(REGISTRY)]
+
+
+__all__ = [
+    "Claim",
+    "Experiment",
+    "ExperimentConfig",
+    "RunContext",
+    "get_experiment",
+    "list_experiments",
+    "register",
+]

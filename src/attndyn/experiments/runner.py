@@ -1,0 +1,83 @@
+"""Run a registered experiment: preset + overrides → runs, claims, figure, stored record."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attndyn.core.config import validate
+from attndyn.errors import InputError
+from attndyn.experiments import get_experiment
+from attndyn.experiments.base import Claim, RunContext
+from attndyn.store import Store
+
+PRESETS = ("small", "paper")
+
+
+@dataclass
+class ExperimentOutcome:
+    experiment: str
+    preset: str
+    config: dict[str, Any]
+    run_ids: list[str]
+    claims: list[Claim]
+    summary: dict[str, Any]
+    figure: Path
+    results: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.claims)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "preset": self.preset,
+            "run_ids": self.run_ids,
+            "claims": [c.as_dict() for c in self.claims],
+            "summary": self.summary,
+            "figure": str(self.figure),
+        }
+
+
+def experiment_config(name: str, preset: str, overrides: dict[str, Any]):
+    """Validated config of ``name`` at ``preset`` with ``overrides`` applied."""
+    exp = get_experiment(name)
+    if preset not in PRESETS:
+        raise InputError(
+            f"invalid value for 'preset': must be one of {', '.join(PRESETS)} (got {preset!r})"
+        )
+    return exp, validate(exp.Config, {**exp.presets[preset], **overrides})
+
+
+def run_experiment(
+    name: str,
+    preset: str = "small",
+    overrides: dict[str, Any] | None = None,
+    out=None,
+    force: bool = False,
+) -> ExperimentOutcome:
+    """Run, evaluate the claims, draw the figure and store the experiment's record."""
+    exp, config = experiment_config(name, preset, overrides or {})
+    store = Store(out)
+    ctx = RunContext(store=store, force=force)
+    results = exp.run(config, ctx)
+    claims = exp.claims(results)
+    cfg = json.loads(config.model_dump_json())
+    digest = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:8]
+    figure = exp.figure(results, store.root / "figures" / f"{name}-{preset}-{digest}.png")
+    outcome = ExperimentOutcome(
+        experiment=name,
+        preset=preset,
+        config=cfg,
+        run_ids=list(dict.fromkeys(ctx.run_ids)),
+        claims=claims,
+        summary=exp.summary(results),
+        figure=figure,
+        results=results,
+    )
+    store.write_experiment(outcome.as_json() | {"config": cfg}, f"{name}-{preset}-{digest}")
+    return outcome
