@@ -20,6 +20,7 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 import numpy as np
+import xarray as xr
 from pydantic import Field, model_validator
 
 from attndyn.core.config import canonical
@@ -107,7 +108,7 @@ def _n_student(config: AIMConfig) -> int:
     return config.heads * (2 if config.output == "two-layer" else 1)
 
 
-def predict(config: AIMTheoryConfig) -> xr.Dataset:  # noqa: F821
+def predict(config: AIMTheoryConfig) -> xr.Dataset:
     """Integrate the theory on the simulator's time grid; see the module docstring."""
     times, samples = time_grid(config)
     potential = potential_for(config, log2_qmc=config.quad_log2)
@@ -120,49 +121,16 @@ def predict(config: AIMTheoryConfig) -> xr.Dataset:  # noqa: F821
         )
         mu0 = hierarchy.initial(initial_observables(config, config.truncation))
         obs = hierarchy.solve(mu0, times, config.rtol)
-        q = lambda i: np.array(
-            [
-                [obs[f"q_{min(k, l)}{max(k, l)}"][i] for l in range(1, K + 1)]  # noqa: E731
-                for k in range(1, K + 1)
-            ]
-        )
-        obs["loss"] = np.array([_phi_or_nan(potential.phi_tied, q(i)) for i in range(len(times))])
     elif method == "matrix-flow":
         obs = _matrix_flow(config, potential, trainable, times)
     else:
-        init = initial_observables(config, 2)
-        t0 = [init[f"t_{k}"] for k in range(1, K + 1)]
-        psi0 = np.array(
-            [
-                [init[f"Psi_{min(k, l)}{max(k, l)}"] for l in range(1, K + 1)]
-                for k in range(1, K + 1)
-            ]
-        )
-        omega0 = np.array(
-            [
-                [init[f"Omega_{min(k, l)}{max(k, l)}"] for l in range(1, K + 1)]
-                for k in range(1, K + 1)
-            ]
-        )
+        init = {k: np.array([v]) for k, v in initial_observables(config, 2).items()}
+        t0 = [init[f"t_{k}"][0] for k in range(1, K + 1)]
         ode = DirectODE(potential, trainable, config.weight_decay)
-        obs = ode.solve(t0, psi0, omega0, times, config.rtol)
-        sym = lambda name, i: np.array(
-            [
-                [
-                    obs[f"{name}_{min(k, l)}{max(k, l)}"][i]  # noqa: E731
-                    for l in range(1, K + 1)
-                ]
-                for k in range(1, K + 1)
-            ]
+        obs = ode.solve(
+            t0, sym_matrix(init, "Psi", K, 0), sym_matrix(init, "Omega", K, 0), times, config.rtol
         )
-        obs["loss"] = np.array(
-            [
-                potential.value(np.zeros(K), sym("Omega", i), sym("Psi", i))
-                if np.all(np.isfinite(sym("Omega", i)))
-                else np.nan
-                for i in range(len(times))
-            ]
-        )
+    obs["loss"] = np.array([_loss(potential, obs, method, i) for i in range(len(times))])
     _add_structural_overlaps(obs, K)
     return make_trajectory(
         obs,
@@ -173,8 +141,26 @@ def predict(config: AIMTheoryConfig) -> xr.Dataset:  # noqa: F821
     )
 
 
-def _phi_or_nan(phi, q):
-    return phi(q) if np.all(np.isfinite(q)) else np.nan
+def sym_matrix(obs: dict, prefix: str, K: int, i: int) -> np.ndarray:
+    """The K×K symmetric matrix of observables ``<prefix>_kl`` (k ≤ l stored) at time index i."""
+    return np.array(
+        [
+            [obs[f"{prefix}_{min(k, l)}{max(k, l)}"][i] for l in range(1, K + 1)]
+            for k in range(1, K + 1)
+        ]
+    )
+
+
+def _loss(potential, obs: dict, method: str, i: int) -> float:
+    """Population loss Φ (plus the label-noise constant) at time index i; NaN after blow-up."""
+    K = potential.K
+    if method == "direct-ode":
+        omega, psi = sym_matrix(obs, "Omega", K, i), sym_matrix(obs, "Psi", K, i)
+    else:
+        omega = psi = sym_matrix(obs, "q", K, i)
+    if not (np.all(np.isfinite(omega)) and np.all(np.isfinite(psi))):
+        return np.nan
+    return potential.value(np.zeros(K), omega, psi)
 
 
 def _add_structural_overlaps(obs: dict, K: int) -> None:
@@ -200,19 +186,4 @@ def _matrix_flow(config, potential, trainable, times) -> dict[str, np.ndarray]:
                 obs = observe({"Ssym": S[:n_s]}, {"Ssym": S[n_s:]}, "tied", config.moment_degree)
             for name, v in obs.items():
                 acc.setdefault(name, np.zeros(len(times)))[i] += float(v) / len(seeds)
-    K = potential.K
-    acc["loss"] = np.array(
-        [
-            _phi_or_nan(
-                potential.phi_tied,
-                np.array(
-                    [
-                        [acc[f"q_{min(k, l)}{max(k, l)}"][i] for l in range(1, K + 1)]
-                        for k in range(1, K + 1)
-                    ]
-                ),
-            )
-            for i in range(len(times))
-        ]
-    )
     return acc
