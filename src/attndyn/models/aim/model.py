@@ -52,6 +52,18 @@ def register_activation(name: str, fn: Callable[[jax.Array], jax.Array]) -> None
 # Quadratic forms
 
 
+def project(x: jax.Array, M: jax.Array) -> jax.Array:
+    """Y[b, i, k, :] = x[b, i, :] M_k for x (B, L, d) and stacked M (K, d, r): (B, L, K, r).
+
+    Written as one (B·L)×d by d×(K·r) GEMM: XLA's CPU dot then keeps x and M in their natural
+    row-major layouts (a batched einsum over b made it transpose both on every step).
+    """
+    B, L, d = x.shape
+    K, _, r = M.shape
+    y = x.reshape(B * L, d) @ jnp.transpose(M, (1, 0, 2)).reshape(d, K * r)
+    return y.reshape(B, L, K, r)
+
+
 def forms(side: dict, x: jax.Array, cov: jax.Array, centred: bool) -> jax.Array:
     """Quadratic forms G[b, k, i, j] for a batch of token matrices x[b, i, :] ∈ R^{L×d}.
 
@@ -60,17 +72,17 @@ def forms(side: dict, x: jax.Array, cov: jax.Array, centred: bool) -> jax.Array:
     """
     d = x.shape[-1]
     if "F" in side:
-        y = jnp.einsum("bid,kdr->bkir", x, side["F"])
-        raw = jnp.einsum("bkir,bkjr->bkij", y, y)
+        y = project(x, side["F"])
+        raw = jnp.einsum("bikr,bjkr->bkij", y, y)
         trace = jnp.sum(side["F"] ** 2, axis=(1, 2))
     elif "S" in side:
-        y = jnp.einsum("bid,kde->bkie", x, side["S"])
-        raw = jnp.einsum("bkie,bje->bkij", y, x)
+        y = project(x, side["S"])
+        raw = jnp.einsum("bike,bje->bkij", y, x)
         trace = jnp.trace(side["S"], axis1=1, axis2=2)
     else:
-        yu = jnp.einsum("bid,kdr->bkir", x, side["U"])
-        yv = jnp.einsum("bid,kdr->bkir", x, side["V"])
-        raw = jnp.einsum("bkir,bkjr->bkij", yu, yv)
+        yu = project(x, side["U"])
+        yv = project(x, side["V"])
+        raw = jnp.einsum("bikr,bjkr->bkij", yu, yv)
         trace = jnp.sum(side["U"] * side["V"], axis=(1, 2))
     if centred:
         raw = raw - trace[None, :, None, None] * cov[None, None, :, :]
