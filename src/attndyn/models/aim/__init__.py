@@ -47,10 +47,16 @@ def init_student(key: jax.Array, config: AIMConfig, dtype) -> dict:
     if config.param == "direct":
         return {"S": s * jax.random.normal(ku, (k, d, d), dtype)}
     r = _width(config.rho, d)
-    return {
-        "U": s * jax.random.normal(ku, (k, d, r), dtype),
-        "V": s * config.v_scale * jax.random.normal(kv, (k, d, r), dtype),
-    }
+    u = s * jax.random.normal(ku, (k, d, r), dtype)
+    v = s * config.v_scale * jax.random.normal(kv, (k, d, r), dtype)
+    return {"U": u, "V": v if config.init_mean is None else _set_mean(u, v, config.init_mean)}
+
+
+def _set_mean(u: jax.Array, v: jax.Array, mean: float) -> jax.Array:
+    """V + c U with c per index such that m = Tr(U (V + cU)ᵀ)/√d equals ``mean`` exactly."""
+    root_d = jnp.sqrt(jnp.asarray(u.shape[1], u.dtype))
+    c = (mean * root_d - jnp.sum(u * v, axis=(1, 2))) / jnp.sum(u * u, axis=(1, 2))
+    return v + c[:, None, None] * u
 
 
 def init_teacher(key: jax.Array, config: AIMConfig, dtype) -> dict:
@@ -66,10 +72,9 @@ def init_teacher(key: jax.Array, config: AIMConfig, dtype) -> dict:
     if kind == "identity":
         eye = jnp.sqrt(jnp.asarray(config.teacher_scale, dtype)) * jnp.eye(d, dtype=dtype)
         return {"F": jnp.broadcast_to(eye, (k, d, d))}
-    return {
-        "U": s * jax.random.normal(ku, (k, d, r), dtype),
-        "V": s * jax.random.normal(kv, (k, d, r), dtype),
-    }
+    u = s * jax.random.normal(ku, (k, d, r), dtype)
+    v = s * jax.random.normal(kv, (k, d, r), dtype)
+    return {"U": u, "V": v if config.teacher_mean is None else _set_mean(u, v, config.teacher_mean)}
 
 
 def student_side(params: dict, param: str) -> dict:

@@ -40,6 +40,16 @@ class AIMConfig(RunConfig):
         description="untied: V entries ~ N(0, (init_scale·v_scale)²/d); ≠ 1 gives the "
         "balance gap |t^A − t^B| of Assumption 4.4",
     )
+    init_mean: float | None = Field(
+        None,
+        description="untied: set the student's initial mean m = Tr(UVᵀ)/√d to this value exactly "
+        "(V ← V + cU); None keeps the drawn value, O(d^-1/2)",
+    )
+    teacher_mean: float | None = Field(
+        None,
+        description="product teacher: set its mean m = Tr(U*V*ᵀ)/√d to this value exactly "
+        "(V* ← V* + cU*); None keeps the drawn value, O(d^-1/2)",
+    )
     teacher: Literal["auto", "wishart", "identity", "product"] = Field(
         "auto",
         description="teacher S*: wishart W*W*ᵀ, identity (scale·I), product U*V*ᵀ; "
@@ -89,6 +99,14 @@ class AIMConfig(RunConfig):
         if value not in ACTIVATIONS:
             raise ValueError(f"must be one of {', '.join(sorted(ACTIVATIONS))}")
         return value
+
+    @model_validator(mode="after")
+    def _check_means(self) -> AIMConfig:
+        if self.init_mean is not None and self.param != "untied":
+            raise ValueError("init_mean needs param='untied'")
+        if self.teacher_mean is not None and self.teacher_kind != "product":
+            raise ValueError("teacher_mean needs the product teacher")
+        return self
 
     @model_validator(mode="after")
     def _check_covariance(self) -> AIMConfig:
