@@ -1,0 +1,343 @@
+"""Benchmark: tied AIM online SGD (softmax output, L = 2, 8 seeds) on this machine.
+
+For each (d, batch) the simulator's jitted, seed-vmapped ``advance`` (the trainer's inner loop,
+without observation) is compiled, calibrated to run for at least ``min_seconds``, and timed at
+steady state (best of ``repeats``, each ending in ``block_until_ready``). Reported per row:
+
+- ``samples_per_s``: samples processed per second, summed over the 8 seeds (steps × batch × seeds
+  / seconds).
+- ``gflops``: ``samples_per_s × flops_per_sample / 1e9``, where ``flops_per_sample`` counts the
+  useful matmul work of one sample exactly (r = ρd student columns, r* = ρ*d teacher columns):
+
+      2·L·d·r    student projection  Y  = X W        (L×d times d×r)
+      2·L·d·r*   teacher projection  Y* = X F*       (L×d times d×r*)
+      2·L·d·r    gradient            ∇W = Xᵀ Ȳ, Ȳ = (Ḡ + Ḡᵀ) Y / √d   (d×L times L×r)
+      2·L²·r     student forms       Y Yᵀ            (L×r times r×L)
+      2·L²·r*    teacher forms       Y* Y*ᵀ
+      2·L²·r     backward of the forms, (Ḡ + Ḡᵀ) Y  (L×L times L×r)
+
+  i.e. ``2·L·(d + L)·(2r + r*)``. Not counted: sampling X, softmax, the loss, Tr(W Wᵀ) and the
+  parameter update (O(L² + d·r/batch) per sample), and the finiteness checks.
+- ``fraction_of_matmul_peak``: ``gflops`` over the machine's float32 GEMM throughput, measured as
+  the best of a 2048×2048 matmul in numpy and in jitted ``jnp.dot`` (``matmul_peak_gflops``,
+  ``peak_source``).
+- ``speedup_vs_torch_eager``: ``samples_per_s`` over that of a plain PyTorch eager loop doing the
+  same per-sample update the way a researcher writes it (one seed at a time, ``torch.randn``
+  tokens, autograd ``backward``, in-place SGD under ``no_grad``); its time for one seed is
+  multiplied by the number of seeds. ``None`` when torch is not installed or not requested.
+
+Targets (from the issue): fraction_of_matmul_peak ≥ 0.5 at d = 512, batch 64; speedup ≥ 10 at
+d = 64, batch 1. Rows for those sizes carry ``target`` and ``target_met``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from importlib import metadata
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.core.trainer import init_seeds, make_advance
+from attndyn.models.aim import AIMConfig, build
+
+L = 2
+SEEDS = 8
+SIZES: tuple[tuple[int, int], ...] = ((64, 1), (256, 1), (512, 1), (64, 64), (256, 64), (512, 64))
+TARGETS: dict[tuple[int, int], tuple[str, float]] = {
+    (512, 64): ("fraction_of_matmul_peak", 0.5),
+    (64, 1): ("speedup_vs_torch_eager", 10.0),
+}
+PEAK_N = 2048
+
+
+def bench_config(d: int, batch: int, seeds: int = SEEDS) -> AIMConfig:
+    """The benchmarked configuration: tied W, Wishart teacher, softmax output, L = 2, float32."""
+    return AIMConfig(
+        param="tied", output="softmax", L=L, d=d, batch=batch, seeds=seeds, test_size=16
+    )
+
+
+def widths(config: AIMConfig) -> tuple[int, int]:
+    """(r, r*): student and teacher widths, as the AIM simulator sets them."""
+    return max(1, round(config.rho * config.d)), max(1, round(config.teacher_rho * config.d))
+
+
+def flops_per_sample(d: int, L: int, r: int, r_star: int) -> int:
+    """Useful matmul flops of one sample: 2·L·(d + L)·(2r + r*) (see the module docstring)."""
+    return 2 * L * (d + L) * (2 * r + r_star)
+
+
+def _best_time(fn: Callable[[], object], repeats: int) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def matmul_peak(n: int = PEAK_N, repeats: int = 5) -> dict:
+    """float32 n×n GEMM throughput in GFLOP/s with numpy and with jitted ``jnp.dot`` (best of
+    ``repeats`` after one warm-up each); the peak is the larger of the two."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    flops = 2.0 * n**3
+    a @ b
+    t_np = _best_time(lambda: a @ b, repeats)
+    dot = jax.jit(jnp.dot)
+    ja, jb = jnp.asarray(a), jnp.asarray(b)
+    jax.block_until_ready(dot(ja, jb))
+    t_jax = _best_time(lambda: jax.block_until_ready(dot(ja, jb)), repeats)
+    numpy_gflops, jax_gflops = flops / t_np / 1e9, flops / t_jax / 1e9
+    source = "jax" if jax_gflops >= numpy_gflops else "numpy"
+    return {
+        "numpy_matmul_gflops": numpy_gflops,
+        "jax_matmul_gflops": jax_gflops,
+        "matmul_peak_gflops": max(numpy_gflops, jax_gflops),
+        "peak_source": f"{source} float32 {n}x{n} matmul",
+    }
+
+
+def _calibrated_best(run: Callable[[int], None], min_seconds: float, repeats: int):
+    """Grow the step count until one run takes ≥ min_seconds/5, scale it to min_seconds, then
+    return (steps, best seconds over ``repeats`` runs)."""
+    n = 8
+    while True:
+        t0 = time.perf_counter()
+        run(n)
+        t = time.perf_counter() - t0
+        if t >= min_seconds / 5:
+            break
+        n *= 4
+    n = max(n, math.ceil(n * min_seconds / t))
+    return n, _best_time(lambda: run(n), repeats)
+
+
+def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
+    """Steady-state samples/s of the trainer's jitted advance (all seeds, no observation)."""
+    problem = build(config)
+    params, state, div, keys = init_seeds(problem, np.arange(config.seeds))
+    advance = make_advance(problem)
+    dtype = str(params["W"].dtype)
+    k = 0
+
+    def run(n: int) -> None:
+        nonlocal params, div, k
+        params, div = advance(params, div, state, keys, k, k + n)
+        jax.block_until_ready((params, div))
+        k += n
+
+    run(1)  # compile (the step bounds are traced, so no recompilation below)
+    steps, seconds = _calibrated_best(run, min_seconds, repeats)
+    return {
+        "samples_per_s": steps * config.batch * config.seeds / seconds,
+        "steps_timed": steps,
+        "seconds_timed": seconds,
+        "dtype": dtype,
+        "diverged_seeds": int(np.sum(np.asarray(div) >= 0)),
+    }
+
+
+def torch_loss(W, F, x, config: AIMConfig):
+    """The batch loss in PyTorch: centred forms G = (Y Yᵀ − Tr(W Wᵀ) I)/√d for the student
+    (Y = X W) and the teacher (Y* = X F*), row-wise softmax outputs, ½‖y − y*‖² averaged over the
+    batch. Same model as :func:`attndyn.models.aim.build` for :func:`bench_config`."""
+    import torch
+
+    d = config.d
+    eye = torch.eye(config.L)
+    y = x @ W
+    g = (y @ y.transpose(1, 2) - (W**2).sum() * eye) / math.sqrt(d)
+    y_star = x @ F
+    g_star = (y_star @ y_star.transpose(1, 2) - (F**2).sum() * eye) / math.sqrt(d)
+    out = torch.softmax(config.beta * g, dim=-1)
+    out_star = torch.softmax(config.beta * g_star, dim=-1)
+    return 0.5 * ((out - out_star) ** 2).sum(dim=(1, 2)).mean()
+
+
+def torch_step_fn(config: AIMConfig, seed: int = 0):
+    """The reference update as a researcher writes it in PyTorch eager mode, for one seed:
+    fresh ``torch.randn`` tokens, :func:`torch_loss`, ``backward()``, then
+    ``W -= lr * W.grad; W.grad.zero_()`` under ``no_grad`` (step η = batch·α_d).
+    Returns a function taking one SGD step."""
+    import torch
+
+    d, B = config.d, config.batch
+    r, r_star = widths(config)
+    lr = config.alpha_d * B
+    torch.manual_seed(seed)
+    W = (config.init_scale / math.sqrt(d)) * torch.randn(d, r)
+    W.requires_grad_()
+    F = math.sqrt(config.teacher_scale / d) * torch.randn(d, r_star)
+
+    def step() -> None:
+        x = torch.randn(B, config.L, d)
+        loss = torch_loss(W, F, x, config)
+        loss.backward()
+        with torch.no_grad():
+            W.sub_(lr * W.grad)
+            W.grad.zero_()
+
+    return step
+
+
+def time_torch(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
+    """samples/s of the PyTorch eager loop for ``config.seeds`` seeds run one after another
+    (time of one seed × seeds; every seed costs the same)."""
+    step = torch_step_fn(config)
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            step()
+
+    run(3)  # warm-up
+    steps, seconds = _calibrated_best(run, min_seconds, repeats)
+    return {
+        "torch_samples_per_s": steps * config.batch * config.seeds / (seconds * config.seeds),
+        "torch_steps_timed": steps,
+    }
+
+
+def _versions(with_torch: bool) -> dict:
+    out = {"jax_version": jax.__version__, "numpy_version": np.__version__}
+    try:
+        out["jaxlib_version"] = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        out["jaxlib_version"] = None
+    out["torch_version"] = None
+    if with_torch:
+        import torch
+
+        out["torch_version"] = torch.__version__
+        out["torch_threads"] = torch.get_num_threads()
+    return out
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (or platform's description)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_benchmark(
+    quick: bool = False,
+    torch_reference: bool = True,
+    log: bool = True,
+    sizes: Sequence[tuple[int, int]] | None = None,
+    seeds: int = SEEDS,
+) -> list[dict]:
+    """Measure every (d, batch) in ``sizes`` (default d ∈ {64, 256, 512} × batch ∈ {1, 64}).
+
+    ``quick`` shortens every timing (≈0.1 s per measurement, one repetition) for smoke runs;
+    the full run times ≥ 1 s per measurement, best of 3 for attndyn. Returns one dict per row.
+    """
+    sizes = list(sizes or SIZES)
+    min_seconds, repeats = (0.1, 1) if quick else (1.0, 3)
+    torch_min_seconds, torch_repeats = (0.1, 1) if quick else (1.0, 2)
+
+    def say(msg: str) -> None:
+        if log:
+            print(msg, file=sys.stderr, flush=True)
+
+    use_torch = torch_reference and _torch_available()
+    if not torch_reference:
+        torch_note = "not requested (--no-torch)"
+    elif not use_torch:
+        torch_note = "torch not installed (pip install 'attndyn[bench]')"
+        say(f"PyTorch reference skipped: {torch_note}")
+    else:
+        torch_note = None
+
+    say(f"float32 {PEAK_N}x{PEAK_N} matmul peak ...")
+    peak = matmul_peak(repeats=2 if quick else 5)
+    say(
+        f"  numpy {peak['numpy_matmul_gflops']:.1f} GFLOP/s, "
+        f"jax {peak['jax_matmul_gflops']:.1f} GFLOP/s"
+    )
+    common = {
+        **peak,
+        **_versions(use_torch),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+        "quick": quick,
+    }
+
+    rows = []
+    for d, batch in sizes:
+        config = bench_config(d, batch, seeds)
+        r, r_star = widths(config)
+        fps = flops_per_sample(d, config.L, r, r_star)
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        say(f"d = {d}, batch = {batch}: attndyn ...")
+        sim = time_attndyn(config, min_seconds, repeats)
+        gflops = sim["samples_per_s"] * fps / 1e9
+        row = {
+            "d": d,
+            "batch": batch,
+            "L": config.L,
+            "seeds": seeds,
+            "r": r,
+            "r_star": r_star,
+            "samples_per_s": sim["samples_per_s"],
+            "gflops": gflops,
+            "fraction_of_matmul_peak": gflops / peak["matmul_peak_gflops"],
+            "speedup_vs_torch_eager": None,
+            "torch_samples_per_s": None,
+            "torch_steps_timed": None,
+            "torch_note": torch_note,
+            "flops_per_sample": fps,
+            "steps_timed": sim["steps_timed"],
+            "seconds_timed": sim["seconds_timed"],
+            "dtype": sim["dtype"],
+            "diverged_seeds": sim["diverged_seeds"],
+            "load_average_1min": load,
+        }
+        if use_torch:
+            say(f"d = {d}, batch = {batch}: PyTorch eager ...")
+            ref = time_torch(config, torch_min_seconds, torch_repeats)
+            row.update(ref)
+            row["speedup_vs_torch_eager"] = sim["samples_per_s"] / ref["torch_samples_per_s"]
+        if (d, batch) in TARGETS:
+            field, goal = TARGETS[(d, batch)]
+            row["target"] = f"{field} >= {goal:g}"
+            value = row[field]
+            row["target_met"] = None if value is None else bool(value >= goal)
+        else:
+            row["target"] = None
+            row["target_met"] = None
+        row.update(common)
+        say(
+            f"  {row['samples_per_s']:.4g} samples/s, {gflops:.3g} GFLOP/s "
+            f"({row['fraction_of_matmul_peak']:.2f} of peak)"
+            + (
+                f", torch {row['torch_samples_per_s']:.4g} samples/s, "
+                f"speedup {row['speedup_vs_torch_eager']:.3g}"
+                if use_torch
+                else ""
+            )
+        )
+        rows.append(row)
+    return rows
