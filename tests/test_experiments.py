@@ -1,0 +1,93 @@
+"""The experiment machinery and the CLI contract of `attndyn list` / `attndyn run`."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attndyn.experiments import REGISTRY, get_experiment, list_experiments
+
+TINY_PARAMETERIZATION = [
+    "--set",
+    "d=[12, 16]",
+    "--set",
+    "d_h3=[12, 16]",
+    "--set",
+    "seeds=2",
+    "--set",
+    "t_max=0.05",
+    "--set",
+    "t_max_h3=0.01",
+    "--set",
+    "records=4",
+]
+
+
+def attndyn(*args, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "attndyn", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_every_registered_experiment_has_presets_and_a_description():
+    assert "aim-parameterization" in REGISTRY
+    for name, description in list_experiments():
+        exp = get_experiment(name)
+        assert description and "\n" not in description
+        assert set(exp.presets) == {"small", "paper"}
+        for preset in exp.presets.values():
+            exp.Config(**preset)  # presets validate
+
+
+def test_list_prints_every_experiment():
+    proc = attndyn("list")
+    assert proc.returncode == 0
+    for name in REGISTRY:
+        assert name in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["run", "no-such-experiment"], "unknown experiment"),
+        (["run", "aim-parameterization", "--preset", "huge"], "preset"),
+        (["run", "aim-parameterization", "--set", "d=[0, 8]"], "d"),
+        (["run", "aim-parameterization", "--set", "colour=1"], "colour"),
+    ],
+)
+def test_run_bad_input_exit_2(tmp_path, args, field):
+    proc = attndyn(*args, "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and field in proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_run_json_contract_strict_exit_code_and_claims_view(tmp_path):
+    out = str(tmp_path / "r")
+    proc = attndyn("run", "aim-parameterization", *TINY_PARAMETERIZATION, "--out", out, "--json")
+    assert proc.returncode == 0, proc.stderr
+    outcome = json.loads(proc.stdout)
+    assert set(outcome) == {"experiment", "preset", "run_ids", "claims", "summary", "figure"}
+    assert outcome["experiment"] == "aim-parameterization" and outcome["preset"] == "small"
+    assert len(outcome["run_ids"]) == 11  # 2 d × (h1, h2) × 2 params + 2 direct h3 + 1 tied h3
+    for claim in outcome["claims"]:
+        assert set(claim) == {"name", "statement", "value", "target", "passed"}
+    strict = attndyn(
+        "run", "aim-parameterization", *TINY_PARAMETERIZATION, "--out", out, "--strict"
+    )
+    all_passed = all(c["passed"] for c in outcome["claims"])
+    assert strict.returncode == (0 if all_passed else 1)
+    rows = json.loads(
+        attndyn("query", "SELECT claim, passed FROM claims", "--out", out, "--json").stdout
+    )
+    assert {r["claim"] for r in rows} == {c["name"] for c in outcome["claims"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_small_preset_passes_strict(tmp_path, name):
+    proc = attndyn(
+        "run", name, "--preset", "small", "--strict", "--out", str(tmp_path), timeout=1800
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
