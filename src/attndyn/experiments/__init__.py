@@ -10,6 +10,7 @@ from attndyn.experiments.base import Claim, Experiment, ExperimentConfig, RunCon
 # name -> "module:Class"; modules are imported lazily
 REGISTRY: dict[str, str] = {
     "aim-parameterization": "attndyn.experiments.aim_parameterization:AIMParameterization",
+    "aim-recovery-scaling": "attndyn.experiments.aim_recovery_scaling:AIMRecoveryScaling",
 }
 
 
