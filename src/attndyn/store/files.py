@@ -6,6 +6,8 @@ import contextlib
 import json
 import os
 import time
+import traceback
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +45,16 @@ class Store:
     def exists(self, run_id: str) -> bool:
         return self.path(run_id).is_file()
 
-    def write(self, traj: xr.Dataset, run_id: str, wall_s: float = float("nan")) -> Path:
-        """Write a Trajectory as ``<run_id>.parquet`` (temporary file, fsync, rename)."""
+    def write(
+        self,
+        traj: xr.Dataset,
+        run_id: str,
+        wall_s: float = float("nan"),
+        extra: dict[str, Any] | None = None,
+    ) -> Path:
+        """Write a Trajectory as ``<run_id>.parquet`` (temporary file, fsync, rename).
+
+        ``extra`` is merged into the stored run record (e.g. the sweep's provenance)."""
         from attndyn import __version__
 
         frame = to_frame(traj)
@@ -72,28 +82,17 @@ class Store:
                 if traj[c].dims == ("time",) and c not in ("time", "samples", "step")
             },
         }
+        meta.update(extra or {})
         table = pa.Table.from_pandas(frame, preserve_index=False)
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
-        final = self.path(run_id)
-        tmp = self.runs / f".{run_id}.{os.getpid()}.tmp"
-        try:
-            self.runs.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as fh:
-                pq.write_table(table, fh, compression="zstd")
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, final)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise StoreError(
-                f"cannot write results to {self.root}: {exc.strerror or exc}"
-            ) from None
-        return final
+        return self._atomic_write(table, self.runs, run_id)
 
-    def write_experiment(self, record: dict[str, Any], key: str) -> Path:
+    def write_experiment(
+        self, record: dict[str, Any], key: str, wall_s: float | None = None
+    ) -> Path:
         """Store an experiment's claims as ``experiments/<key>.parquet`` (one row per claim;
-        the whole record, summary included, in the metadata)."""
+        the whole record, summary included, in the metadata, with ``key``, ``created``,
+        ``version`` and ``wall_s`` added)."""
         from attndyn import __version__
 
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -127,12 +126,103 @@ class Store:
             ]
         )
         table = pa.Table.from_pylist(rows, schema=schema)
+        record = record | {
+            "key": key,
+            "created": created,
+            "version": __version__,
+            "wall_s": None if wall_s is None else round(float(wall_s), 4),
+        }
         table = table.replace_schema_metadata({META_KEY: json.dumps(record, default=str).encode()})
-        return self._atomic_write(table, self.root / "experiments", key)
+        return self._atomic_write(table, self.experiments, key)
+
+    @property
+    def experiments(self) -> Path:
+        return self.root / "experiments"
+
+    @property
+    def failures(self) -> Path:
+        return self.root / "failures"
+
+    def experiment_exists(self, key: str) -> bool:
+        return (self.experiments / f"{key}.parquet").is_file()
+
+    def write_failure(
+        self,
+        run_id: str,
+        *,
+        kind: str,
+        name: str,
+        config: dict[str, Any],
+        error: BaseException | str,
+        sweep: str = "",
+    ) -> Path:
+        """Record that run ``run_id`` failed, as ``failures/<run_id>.parquet`` (one row: the
+        error's one-line text, its traceback, the config as JSON); atomic like a run."""
+        from attndyn import __version__
+
+        if isinstance(error, BaseException):
+            text = f"{type(error).__name__}: {error}".strip()
+            tb = "".join(traceback.format_exception(error))
+        else:
+            text, tb = str(error), ""
+        row = {
+            "run_id": run_id,
+            "kind": kind,
+            "name": name,
+            "sweep": sweep,
+            "error": " ".join(text.split()),
+            "traceback": tb,
+            "config": json.dumps(config, sort_keys=True),
+            "host": os.uname().nodename,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "version": __version__,
+        }
+        table = pa.Table.from_pylist([row], schema=pa.schema([(k, pa.string()) for k in row]))
+        return self._atomic_write(table, self.failures, run_id)
+
+    def clear_failure(self, run_id: str) -> None:
+        """Forget an earlier failure of ``run_id`` (it has now been stored)."""
+        with contextlib.suppress(FileNotFoundError):
+            (self.failures / f"{run_id}.parquet").unlink()
+
+    def check_writable(self) -> None:
+        """Create the results folder and write, sync and remove a probe file in ``runs/``;
+        StoreError (one line) if that fails. Leaves no file behind."""
+        probe = self.runs / f".probe.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            self.runs.mkdir(parents=True, exist_ok=True)
+            with open(probe, "wb") as fh:
+                fh.write(b"attndyn")
+                fh.flush()
+                os.fsync(fh.fileno())
+            probe.unlink()
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                probe.unlink()
+            raise StoreError(
+                f"cannot write results to {self.root}: {exc.strerror or exc}"
+            ) from None
+
+    def clean_temporary(self, older_than_s: float = 3600.0) -> int:
+        """Remove temporary files that killed writers left (hidden ``.*.tmp``, never read as
+        results) older than ``older_than_s``; returns how many were removed."""
+        removed = 0
+        now = time.time()
+        for folder in (self.runs, self.experiments, self.failures):
+            if not folder.is_dir():
+                continue
+            for path in folder.glob(".*.tmp"):
+                with contextlib.suppress(OSError):
+                    if now - path.stat().st_mtime > older_than_s:
+                        path.unlink()
+                        removed += 1
+        return removed
 
     def _atomic_write(self, table: pa.Table, folder: Path, key: str) -> Path:
+        """Write ``folder/<key>.parquet``: a temporary hidden file (unique per writer, so threads
+        and processes never share one), fsync, rename over the final name."""
         final = folder / f"{key}.parquet"
-        tmp = folder / f".{key}.{os.getpid()}.tmp"
+        tmp = folder / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         try:
             folder.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as fh:

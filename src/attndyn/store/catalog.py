@@ -1,0 +1,193 @@
+"""The run catalog: one small Parquet file indexing every run file's record.
+
+Listing runs needs each run's record (the JSON in its Parquet footer). Reading 10,000 footers
+takes seconds; the catalog ``<root>/catalog.parquet`` keeps them, one row per run file
+(``file, mtime_ns, size, meta``), plus in its own metadata the SQL type of every flattened config
+field. On open, the ``runs/`` folder is listed (names, sizes, modification times: one ``scandir``)
+and compared with the catalog: only new or rewritten files are read, vanished ones dropped, and
+the catalog is rewritten atomically (temporary file, rename) when anything changed. Hidden
+temporary files of writers in progress are never listed. The catalog is a cache: deleting it
+is safe, a read-only results folder simply skips saving it, and a damaged one is rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from attndyn.store.files import META_KEY
+
+CATALOG = "catalog.parquet"
+CATALOG_VERSION = 1
+BULK = 200  # more new files than this: read their footers with DuckDB (in parallel)
+
+SCHEMA = pa.schema(
+    [
+        ("file", pa.string()),
+        ("mtime_ns", pa.int64()),
+        ("size", pa.int64()),
+        ("meta", pa.string()),
+    ]
+)
+
+
+@dataclass
+class Catalog:
+    """Run records of a results folder: ``table`` (file, mtime_ns, size, meta) and ``types``
+    (flattened config field -> SQL type)."""
+
+    table: pa.Table
+    types: dict[str, str]
+
+
+def sql_type(value) -> str:
+    if isinstance(value, bool):
+        return "BOOLEAN"
+    if isinstance(value, int):
+        return "BIGINT"
+    if isinstance(value, float):
+        return "DOUBLE"
+    return "VARCHAR"
+
+
+def merge_type(old: str | None, new: str) -> str:
+    """Column type when values of types ``old`` and ``new`` meet: integers widen to DOUBLE,
+    any other mix is VARCHAR."""
+    if old is None or old == new:
+        return new
+    if {old, new} == {"BIGINT", "DOUBLE"}:
+        return "DOUBLE"
+    return "VARCHAR"
+
+
+def merge_types(types: dict[str, str], meta: dict) -> None:
+    for key, value in meta.get("config_flat", {}).items():
+        if value is None:
+            types.setdefault(key, None)  # type: ignore[arg-type]
+        else:
+            types[key] = merge_type(types.get(key), sql_type(value))
+
+
+def _listing(runs: Path) -> dict[str, tuple[int, int]]:
+    out = {}
+    if not runs.is_dir():
+        return out
+    with os.scandir(runs) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or not name.endswith(".parquet"):
+                continue
+            with contextlib.suppress(OSError):
+                st = entry.stat()
+                out[name] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _read_saved(path: Path) -> tuple[pa.Table, dict[str, str]] | None:
+    try:
+        pf = pq.ParquetFile(path)
+        meta = json.loads((pf.schema_arrow.metadata or {})[META_KEY])
+        if meta.get("catalog") != CATALOG_VERSION:
+            return None
+        table = pf.read()
+        if not table.schema.equals(SCHEMA):
+            return None
+        return table, meta["types"]
+    except Exception:  # a damaged or foreign catalog is rebuilt
+        return None
+
+
+def _read_footers(runs: Path, names: list[str]) -> dict[str, str]:
+    """name -> record JSON of each run file in ``names`` (files that vanished are left out)."""
+    out: dict[str, str] = {}
+    if len(names) > BULK:
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
+        glob = str(runs / "*.parquet").replace("'", "''")
+        wanted = set(names)
+        with contextlib.suppress(duckdb.Error):
+            rows = con.execute(
+                f"SELECT file_name, decode(value) FROM parquet_kv_metadata('{glob}') "
+                f"WHERE decode(key) = '{META_KEY.decode()}'"
+            ).fetchall()
+            for file, text in rows:
+                name = os.path.basename(file)
+                if name in wanted:
+                    out[name] = text
+            return out
+    for name in names:
+        try:
+            out[name] = pq.read_schema(runs / name).metadata[META_KEY].decode()
+        except Exception:  # vanished, foreign or damaged: not a run
+            continue
+    return out
+
+
+def load(root: Path, save: bool = True) -> Catalog:
+    """The up-to-date catalog of ``root`` (updated and saved if the runs folder changed)."""
+    runs = root / "runs"
+    listing = _listing(runs)
+    if not listing:
+        return Catalog(table=SCHEMA.empty_table(), types={})
+    saved = _read_saved(root / CATALOG)
+    if saved is not None:
+        table, types = saved
+        files = table.column("file").to_pylist()
+        stamps = zip(
+            table.column("mtime_ns").to_pylist(), table.column("size").to_pylist(), strict=True
+        )
+        current = [listing.get(f) == stamp for f, stamp in zip(files, stamps, strict=True)]
+        if all(current) and len(files) == len(listing):  # nothing changed: the common case
+            return Catalog(table=table.replace_schema_metadata(None), types=types)
+        table = table.filter(pa.array(current, pa.bool_()))
+        if not all(current):  # files vanished or were rewritten: recompute the types
+            types = {}
+            for meta in table.column("meta").to_pylist():
+                merge_types(types, json.loads(meta))
+    else:
+        table, types = SCHEMA.empty_table(), {}
+    have = set(table.column("file").to_pylist())
+    new = sorted(f for f in listing if f not in have)
+    found = _read_footers(runs, new)
+    for text in found.values():
+        merge_types(types, json.loads(text))
+    names = sorted(found)
+    added = pa.Table.from_pydict(
+        {
+            "file": names,
+            "mtime_ns": [listing[n][0] for n in names],
+            "size": [listing[n][1] for n in names],
+            "meta": [found[n] for n in names],
+        },
+        schema=SCHEMA,
+    )
+    table = pa.concat_tables([table.replace_schema_metadata(None), added])
+    if save:
+        _save(root, table, types)
+    return Catalog(table=table, types=types)
+
+
+def _save(root: Path, table: pa.Table, types: dict[str, str]) -> None:
+    """Atomic rewrite; a folder that cannot be written is left alone (the catalog is a cache)."""
+    meta = json.dumps({"catalog": CATALOG_VERSION, "types": types}).encode()
+    table = table.replace_schema_metadata({META_KEY: meta})
+    final = root / CATALOG
+    tmp = root / f".{CATALOG}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            pq.write_table(table, fh, compression="zstd")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
