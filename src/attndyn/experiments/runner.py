@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,13 @@ def experiment_config(name: str, preset: str, overrides: dict[str, Any]):
     return exp, validate(exp.Config, {**exp.presets[preset], **overrides})
 
 
+def experiment_key(name: str, preset: str, config) -> str:
+    """The stored record's key: ``<name>-<preset>-<first 8 hex digits of the config hash>``."""
+    cfg = json.loads(config.model_dump_json())
+    digest = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:8]
+    return f"{name}-{preset}-{digest}"
+
+
 def run_experiment(
     name: str,
     preset: str = "small",
@@ -62,13 +70,14 @@ def run_experiment(
 ) -> ExperimentOutcome:
     """Run, evaluate the claims, draw the figure and store the experiment's record."""
     exp, config = experiment_config(name, preset, overrides or {})
+    start = time.perf_counter()
     store = Store(out)
     ctx = RunContext(store=store, force=force)
     results = exp.run(config, ctx)
     claims = exp.claims(results)
     cfg = json.loads(config.model_dump_json())
-    digest = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:8]
-    figure = exp.figure(results, store.root / "figures" / f"{name}-{preset}-{digest}.png")
+    key = experiment_key(name, preset, config)
+    figure = exp.figure(results, store.root / "figures" / f"{key}.png")
     outcome = ExperimentOutcome(
         experiment=name,
         preset=preset,
@@ -79,5 +88,7 @@ def run_experiment(
         figure=figure,
         results=results,
     )
-    store.write_experiment(outcome.as_json() | {"config": cfg}, f"{name}-{preset}-{digest}")
+    store.write_experiment(
+        outcome.as_json() | {"config": cfg}, key, wall_s=time.perf_counter() - start
+    )
     return outcome
