@@ -149,10 +149,16 @@ def build(config: AIMConfig) -> Problem:
     )
 
 
-def simulate(config: AIMConfig):
-    """Run ``config.seeds`` seeds and return the Trajectory (dims seed × time)."""
+def simulate(config: AIMConfig, seeds=None):
+    """Run ``config.seeds`` seeds and return the Trajectory (dims seed × time).
+
+    ``seeds``: an explicit list of seeds to run instead of ``config.seed, …, config.seed +
+    config.seeds − 1`` (the sweep runs configs that differ only in ``seed`` as one vmapped
+    simulation and splits it)."""
     steps = record_steps(config.total_steps, config.records, config.grid)
-    seeds = np.arange(config.seed, config.seed + config.seeds)
+    if seeds is None:
+        seeds = np.arange(config.seed, config.seed + config.seeds)
+    seeds = np.asarray(seeds, dtype=np.int64)
     with jax.enable_x64(config.dtype == "float64"):
         problem = build(config)  # inside: float64 constants must not be rounded to float32
         result = train(problem, steps, seeds)
