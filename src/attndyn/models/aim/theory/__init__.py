@@ -6,7 +6,10 @@ Methods (``method``):
 - ``matrix-flow``: tied matrix-level mean flow at the config's d (exact solution of Eq. 11 for
   that initial state), averaged over the config's seeds;
 - ``direct-ode``: Theorem 4 (direct S);
-- ``auto``: hierarchy for tied, direct-ode for direct S.
+- ``untied``: untied fast–slow theory (Eqs. 28–32): fast mean flow, then the matrix-level slow
+  flow from the simulator's initial matrices; ``untied-hierarchy``: the same with the moment
+  hierarchy Eq. 32 truncated at ``truncation`` (≤ 4 is practical); see theory/untied.py;
+- ``auto``: hierarchy for tied, direct-ode for direct S, untied for untied.
 
 Initial conditions: the order parameters of the simulator's own initial matrices (same d, same
 seeds: ``seed .. seed + seeds − 1``), averaged over seeds, so theory and simulation start from
@@ -40,9 +43,9 @@ __all__ = ["AIMTheoryConfig", "Config", "predict", "initial_matrices", "initial_
 class AIMTheoryConfig(AIMConfig):
     """An AIM config plus the theory's own settings."""
 
-    method: Literal["auto", "hierarchy", "matrix-flow", "direct-ode"] = Field(
-        "auto", description="theory to integrate (see attndyn.models.aim.theory)"
-    )
+    method: Literal[
+        "auto", "hierarchy", "matrix-flow", "direct-ode", "untied", "untied-hierarchy"
+    ] = Field("auto", description="theory to integrate (see attndyn.models.aim.theory)")
     truncation: int = Field(6, ge=1, le=12, description="degree M of the truncated hierarchy")
     rtol: float = Field(1e-8, gt=0, lt=1e-2, description="relative tolerance of the ODE solver")
     quad_log2: int = Field(
@@ -56,10 +59,11 @@ class AIMTheoryConfig(AIMConfig):
             raise ValueError(f"method '{self.method}' needs param='tied' (got '{self.param}')")
         if self.method == "direct-ode" and self.param != "direct":
             raise ValueError(f"method 'direct-ode' needs param='direct' (got '{self.param}')")
-        if self.param == "untied":
-            raise ValueError(
-                "the untied fast–slow theory is not implemented yet; use tied or direct"
-            )
+        untied = self.method in ("untied", "untied-hierarchy")
+        if untied and self.param != "untied":
+            raise ValueError(f"method '{self.method}' needs param='untied' (got '{self.param}')")
+        if self.param == "untied" and self.teacher_kind != "product":
+            raise ValueError("untied theory needs the product teacher (teacher='product')")
         if self.param == "tied" and self.teacher_kind == "product":
             raise ValueError("tied theory needs a symmetric teacher ('wishart' or 'identity')")
         return self
@@ -68,7 +72,7 @@ class AIMTheoryConfig(AIMConfig):
     def resolved_method(self) -> str:
         if self.method != "auto":
             return self.method
-        return "hierarchy" if self.param == "tied" else "direct-ode"
+        return {"tied": "hierarchy", "direct": "direct-ode", "untied": "untied"}[self.param]
 
 
 Config = AIMTheoryConfig
@@ -110,6 +114,18 @@ def _n_student(config: AIMConfig) -> int:
 
 def predict(config: AIMTheoryConfig) -> xr.Dataset:
     """Integrate the theory on the simulator's time grid; see the module docstring."""
+    if config.resolved_method.startswith("untied"):  # P1 §4.1, see theory/untied.py
+        from attndyn.models.aim.theory.untied import predict_untied
+
+        obs, times, samples = predict_untied(config, config.resolved_method)
+        return make_trajectory(
+            obs,
+            time=times,
+            samples=samples,
+            extra_times={"time_fast": samples * config.alpha_d},
+            family="aim",
+            config=dict(canonical(config), theory=config.resolved_method),
+        )
     times, samples = time_grid(config)
     potential = potential_for(config, log2_qmc=config.quad_log2)
     K = potential.K
