@@ -262,6 +262,200 @@ def query(
 
 
 @app.command()
+def sweep(
+    spec: Annotated[Path, typer.Argument(help="sweep spec (TOML), see docs/sweeps.md")],
+    executor: Annotated[str, typer.Option(help="local (process pool) or dask")] = "local",
+    workers: Annotated[
+        int | None,
+        typer.Option(help="local processes / local Dask workers (default: the core count)"),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler, e.g. tcp://HOST:8786 (default: a local cluster)"),
+    ] = None,
+    out: OutOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list the runs, run nothing")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="progress bar on stderr")
+    ] = True,
+) -> None:
+    """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
+    from attndyn.sweep import plan_sweep, run_sweep
+
+    if dry_run:
+        plan = plan_sweep(spec, out)
+        rows = plan.rows()
+        if as_json:
+            print(json.dumps(_json_safe(rows)))
+            return
+        keys = list(plan.spec.grid)
+        table = Table(title=f"sweep {plan.spec.sweep}: {plan.spec.kind} {plan.spec.name}")
+        for col in ("run_id", "task", "state", *keys):
+            table.add_column(col)
+        for row in rows:
+            state = "stored" if row["stored"] else "to run"
+            table.add_row(row["run_id"], str(row["task"]), state, *[str(row[k]) for k in keys])
+        console.print(table)
+        print(
+            f"{len(rows)} runs in {len(plan.tasks)} tasks: {len(plan.stored)} stored, "
+            f"{plan.missing} to run in {len(plan.todo)} tasks (results: {plan.root})"
+        )
+        return
+    summary = run_sweep(
+        spec, out, executor=executor, workers=workers, address=address, progress=progress
+    )
+    if as_json:
+        print(json.dumps(_json_safe(summary.as_json())))
+    else:
+        where = f"{summary.executor}, {summary.workers or 'remote'} workers"
+        print(
+            f"sweep {summary.sweep}: {summary.total} runs: {summary.done} ran, "
+            f"{summary.skipped} skipped (stored), {summary.failed} failed; "
+            f"{summary.tasks} tasks in {summary.wall_s:.1f} s ({where})"
+        )
+        for failure in summary.failures[:10]:
+            print(f"failed {failure['run_id']}: {failure['error']}", file=sys.stderr)
+        if summary.failed:
+            print(
+                f"failures are recorded: attndyn query --out {summary.root} "
+                '"SELECT * FROM failures"',
+                file=sys.stderr,
+            )
+    if not summary.ok:
+        raise typer.Exit(1)
+
+
+def _where(experiment: str | None, where: str | None) -> tuple[str, list]:
+    clauses, params = [], []
+    if experiment:
+        clauses.append("run_id IN (SELECT run_id FROM experiment_runs WHERE experiment = ?)")
+        params.append(experiment)
+    if where:
+        clauses.append(f"({where})")
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+@app.command()
+def runs(
+    experiment: Annotated[
+        str | None, typer.Option(help="only the runs this experiment used")
+    ] = None,
+    where: Annotated[
+        str | None, typer.Option(help='SQL condition on the runs view, e.g. "d >= 32"')
+    ] = None,
+    out: OutOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON list, every column")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV, every column")] = False,
+) -> None:
+    """List stored runs (the runs view); the table shows the config fields that vary."""
+    import duckdb
+
+    from attndyn.store import connect
+
+    if as_json and as_csv:
+        raise InputError("choose one of --json and --csv")
+    con = connect(out)
+    cond, params = _where(experiment, where)
+    try:
+        frame = con.execute(f"SELECT * FROM runs{cond} ORDER BY created, run_id", params).df()
+    except duckdb.Error as exc:
+        raise InputError(f"invalid --where: {str(exc).splitlines()[0]}") from None
+    if as_json:
+        rows = json.loads(frame.to_json(orient="records", date_format="iso"))
+        print(json.dumps(rows))
+        return
+    if as_csv:
+        sys.stdout.write(frame.to_csv(index=False))
+        return
+    fixed = ["run_id", "family", "experiment", "status", "n_diverged", "wall_s", "created"]
+    config_cols = [
+        c
+        for c in frame.columns
+        if c not in fixed
+        and c not in ("kind", "sweep", "version", "schema", "file")
+        and frame[c].astype(str).nunique() > 1
+    ]
+    table = Table(title=f"{len(frame)} runs")
+    for col in fixed + config_cols:
+        table.add_column(col)
+    for row in frame[fixed + config_cols].itertuples(index=False):
+        table.add_row(*[_fmt(None if _missing(v) else v) for v in row])
+    console.print(table)
+
+
+def _missing(v) -> bool:
+    try:
+        return v is None or (isinstance(v, float) and math.isnan(v))
+    except TypeError:
+        return False
+
+
+@app.command()
+def export(
+    format_: Annotated[str, typer.Option("--format", help="csv or parquet")] = "csv",
+    output: Annotated[
+        Path | None, typer.Option(help="file to write (default ./attndyn-export.<format>)")
+    ] = None,
+    experiment: Annotated[
+        str | None, typer.Option(help="only the runs this experiment used")
+    ] = None,
+    where: Annotated[
+        str | None,
+        typer.Option(help="SQL condition on the joined columns, e.g. \"name = 'loss'\""),
+    ] = None,
+    out: OutOpt = None,
+) -> None:
+    """Write runs × observables (one row per recorded value, with its run's columns)."""
+    import os
+    import uuid
+
+    import duckdb
+
+    from attndyn.store import connect
+
+    if format_ not in ("csv", "parquet"):
+        raise InputError(f"invalid value for 'format': must be csv or parquet (got {format_!r})")
+    output = Path(output or f"attndyn-export.{format_}")
+    con = connect(out)
+    run_cols = [r[0] for r in con.execute("DESCRIBE runs").fetchall()]
+    obs_cols = ["seed", "time", "samples", "step", "name", "value"]
+    select = ["r.run_id"]
+    for col in run_cols:
+        if col in ("run_id", "file"):
+            continue
+        alias = f"config_{col}" if col in obs_cols else col
+        select.append(f'r."{col}" AS "{alias}"')
+    select += [f"o.{c}" for c in obs_cols]
+    cond, params = _where(experiment, None)
+    joined = (
+        f"SELECT {', '.join(select)} FROM (SELECT * FROM runs{cond}) r "
+        "JOIN observables o ON o.run_id = r.run_id"
+    )
+    query = f"SELECT * FROM ({joined})" + (f" WHERE ({where})" if where else "")
+    query += " ORDER BY run_id, name, seed, time"
+    tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
+    options = "FORMAT parquet, COMPRESSION zstd" if format_ == "parquet" else "FORMAT csv, HEADER"
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        written = con.execute(
+            f"COPY ({query}) TO '{str(tmp).replace(chr(39), chr(39) * 2)}' ({options})", params
+        ).fetchone()
+        n = written[0] if written else 0
+        os.replace(tmp, output)
+    except duckdb.Error as exc:
+        tmp.unlink(missing_ok=True)
+        msg = str(exc).splitlines()[0]
+        if isinstance(exc, duckdb.IOException):
+            raise StoreError(f"cannot write {output}: {msg}") from None
+        raise InputError(f"invalid --where: {msg}") from None
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from None
+    print(f"wrote {n} rows to {output}")
+
+
+@app.command()
 def bench(
     as_json: Annotated[bool, typer.Option("--json", help="print rows as JSON")] = False,
     quick: Annotated[bool, typer.Option("--quick", help="fewer repetitions (smoke run)")] = False,

@@ -1,0 +1,181 @@
+"""Executors: where a sweep's tasks run.
+
+- ``local``: a pool of worker processes on this machine, started with the ``spawn`` method (a
+  fresh interpreter, never a fork of a process in which JAX may already run threads), each with
+  one BLAS/XLA thread (set in the environment the workers inherit, before they import JAX). A
+  worker that watches its parent exits when the sweep process dies, so a killed sweep leaves no
+  orphans behind. If a worker process dies (killed, out of memory), the pool is restarted and the
+  unfinished tasks are submitted again (at most ``MAX_RESTARTS`` times).
+- ``dask``: tasks submitted to a Dask distributed scheduler (``address``), or to a local Dask
+  cluster started for the sweep. Tasks are submitted with ``pure=False`` (never merged). Dask
+  reschedules the tasks of a worker that dies; a task that kills workers repeatedly fails with
+  ``KilledWorker`` and is recorded as a failure.
+
+An executor calls ``on_result(task, result)`` for each finished task and ``on_error(task, exc)``
+for a task that could not finish; a :class:`~attndyn.store.StoreError` (the results folder cannot
+be written) stops the sweep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from attndyn.sweep.tasks import Task, TaskResult, run_task, single_thread_env
+
+MAX_RESTARTS = 3
+EXECUTORS = ("local", "dask")
+
+OnResult = Callable[[Task, TaskResult], None]
+OnError = Callable[[Task, BaseException], None]
+
+
+def default_workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def worker_environment() -> Iterator[None]:
+    """Within: the process environment that spawned workers inherit (one BLAS/XLA thread).
+    This process's own JAX, if already started, is unaffected."""
+    saved = {k: os.environ.get(k) for k in single_thread_env()}
+    os.environ.update(single_thread_env())
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(3)
+
+
+def _init_worker(parent: int) -> None:
+    """Pool worker start-up: exit as soon as the sweep process is gone."""
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def run_local(
+    tasks: list[Task], root: str, workers: int, on_result: OnResult, on_error: OnError
+) -> None:
+    """Run ``tasks`` in a spawn-started process pool of ``workers`` processes."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    from attndyn.store import StoreError
+
+    pending = list(tasks)
+    restarts = 0
+    ctx = mp.get_context("spawn")
+    with worker_environment():
+        while pending:
+            pool = ProcessPoolExecutor(
+                max_workers=max(1, min(workers, len(pending))),
+                mp_context=ctx,
+                initializer=_init_worker,
+                initargs=(os.getpid(),),
+            )
+            broken: list[Task] = []
+            try:
+                futures = {pool.submit(run_task, t, root): t for t in pending}
+                waiting = set(futures)
+                while waiting:
+                    done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        task = futures[fut]
+                        try:
+                            result = fut.result()
+                        except BrokenProcessPool:
+                            broken.append(task)
+                        except StoreError:
+                            raise
+                        except Exception as exc:
+                            on_error(task, exc)
+                        else:
+                            on_result(task, result)
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                _terminate(pool)
+                raise
+            pool.shutdown(wait=True)
+            pending = sorted(broken, key=lambda t: t.index)
+            if pending:
+                restarts += 1
+                if restarts > MAX_RESTARTS:
+                    for task in pending:
+                        on_error(
+                            task,
+                            RuntimeError(
+                                f"worker process died; gave up after {MAX_RESTARTS} restarts"
+                            ),
+                        )
+                    return
+
+
+def _terminate(pool) -> None:
+    """Stop a pool's worker processes now (the sweep is being interrupted or failed)."""
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        with contextlib.suppress(Exception):
+            proc.terminate()
+
+
+def run_dask(
+    tasks: list[Task],
+    root: str,
+    address: str | None,
+    workers: int,
+    on_result: OnResult,
+    on_error: OnError,
+) -> None:
+    """Run ``tasks`` on a Dask scheduler at ``address``, or on a local Dask cluster."""
+    from distributed import Client, LocalCluster, as_completed
+
+    from attndyn.store import StoreError
+
+    cluster = None
+    if address:
+        client = Client(address, timeout="30s")
+    else:
+        with worker_environment():
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            )
+        client = Client(cluster)
+    try:
+        futures = [client.submit(run_task, t, root, pure=False) for t in tasks]
+        owner = {f.key: t for f, t in zip(futures, tasks, strict=True)}
+        for fut in as_completed(futures):
+            task = owner[fut.key]
+            try:
+                result = fut.result()
+            except StoreError:
+                client.cancel(futures)
+                raise
+            except Exception as exc:  # KilledWorker, or an error outside the task's own guard
+                on_error(task, exc)
+            else:
+                on_result(task, result)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -1,0 +1,204 @@
+"""Plan and run a sweep: expand, skip what is stored, run the rest, summarise."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attndyn.errors import InputError
+from attndyn.store import Store
+from attndyn.sweep.executors import EXECUTORS, default_workers, run_dask, run_local
+from attndyn.sweep.progress import SweepProgress
+from attndyn.sweep.spec import RunItem, SweepSpec, load_spec
+from attndyn.sweep.tasks import Task, TaskResult, make_tasks
+
+
+@dataclass
+class SweepPlan:
+    """A validated sweep: every run, the tasks, and which runs are already stored."""
+
+    spec: SweepSpec
+    items: list[RunItem]
+    tasks: list[Task]
+    stored: set[str]
+    root: Path
+
+    @property
+    def todo(self) -> list[Task]:
+        """Tasks with at least one run not stored yet."""
+        return [t for t in self.tasks if any(r.run_id not in self.stored for r in t.runs)]
+
+    @property
+    def missing(self) -> int:
+        return sum(r.run_id not in self.stored for r in self.items)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per run: run id, task, whether it is stored, its grid values."""
+        task_of = {r.run_id: t.index for t in self.tasks for r in t.runs}
+        return [
+            {
+                "run_id": r.run_id,
+                "task": task_of[r.run_id],
+                "stored": r.run_id in self.stored,
+                **r.point,
+            }
+            for r in self.items
+        ]
+
+
+@dataclass
+class SweepSummary:
+    sweep: str
+    root: str
+    executor: str
+    workers: int | None
+    total: int
+    skipped: int
+    done: int = 0
+    failed: int = 0
+    tasks: int = 0
+    wall_s: float = 0.0
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "sweep": self.sweep,
+            "results": self.root,
+            "executor": self.executor,
+            "workers": self.workers,
+            "runs": self.total,
+            "skipped": self.skipped,
+            "ran": self.done,
+            "failed": self.failed,
+            "tasks": self.tasks,
+            "wall_s": round(self.wall_s, 3),
+            "failures": self.failures,
+        }
+
+
+def plan_sweep(spec: SweepSpec | str | os.PathLike, out=None) -> SweepPlan:
+    """Expand and validate ``spec`` (a SweepSpec or a TOML path); reads the store, writes
+    nothing."""
+    if not isinstance(spec, SweepSpec):
+        spec = load_spec(spec)
+    items = spec.expand()
+    tasks = make_tasks(spec, items)
+    store = Store(out)
+    if spec.kind == "family":
+        present = set(store.run_ids())
+        stored = {r.run_id for r in items if r.run_id in present}
+    else:
+        stored = {r.run_id for r in items if store.experiment_exists(r.run_id)}
+    return SweepPlan(spec, items, tasks, stored, store.root)
+
+
+def _check_executor(executor: str, workers: int | None, address: str | None) -> None:
+    if executor not in EXECUTORS:
+        raise InputError(
+            f"invalid value for 'executor': must be one of {', '.join(EXECUTORS)} "
+            f"(got {executor!r})"
+        )
+    if workers is not None and workers < 1:
+        raise InputError(f"invalid value for 'workers': must be >= 1 (got {workers})")
+    if address and executor != "dask":
+        raise InputError("--address needs --executor dask")
+    if executor == "dask":
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise InputError(
+                "the dask executor needs dask.distributed: pip install 'attndyn[dask]'"
+            ) from None
+
+
+def run_sweep(
+    spec: SweepSpec | str | os.PathLike,
+    out=None,
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    progress: bool = True,
+) -> SweepSummary:
+    """Run every run of ``spec`` that is not stored yet in ``out`` and return the summary.
+
+    Everything is validated before anything runs or is written (InputError). A failing run is
+    recorded (``failures`` view) and the sweep goes on; a results folder that cannot be written
+    raises StoreError before any run starts, or stops the sweep when it happens mid-way.
+    """
+    _check_executor(executor, workers, address)
+    plan = plan_sweep(spec, out)
+    n_workers = workers or default_workers()
+    summary = SweepSummary(
+        sweep=plan.spec.sweep,
+        root=str(plan.root),
+        executor=executor,
+        workers=None if executor == "dask" and address else n_workers,
+        total=len(plan.items),
+        skipped=len(plan.stored),
+    )
+    todo = plan.todo
+    summary.tasks = len(todo)
+    if not todo:
+        return summary
+    store = Store(plan.root)
+    store.check_writable()
+    store.clean_temporary()
+    start = time.perf_counter()
+    bar = SweepProgress(plan.missing, len(plan.stored), plan.spec.sweep, enabled=progress)
+
+    def on_result(task: Task, result: TaskResult) -> None:
+        done = failed = 0
+        for r in task.runs:
+            if r.run_id in plan.stored:
+                continue
+            status = result.status.get(r.run_id, "failed")
+            if status == "failed":
+                failed += 1
+                error = result.errors.get(r.run_id, "no result")
+                summary.failures.append({"run_id": r.run_id, "error": error})
+            else:
+                done += 1
+        summary.done += done
+        summary.failed += failed
+        bar.advance(done, failed)
+
+    def on_error(task: Task, exc: BaseException) -> None:
+        done = failed = 0
+        for r in task.runs:
+            if r.run_id in plan.stored:
+                continue
+            if _stored(store, r):  # stored before the task was lost
+                done += 1
+                continue
+            store.write_failure(
+                r.run_id, kind=r.kind, name=r.name, config=r.config, error=exc, sweep=task.sweep
+            )
+            summary.failures.append(
+                {"run_id": r.run_id, "error": " ".join(f"{type(exc).__name__}: {exc}".split())}
+            )
+            failed += 1
+        summary.done += done
+        summary.failed += failed
+        bar.advance(done, failed)
+
+    with bar:
+        if executor == "local":
+            run_local(todo, str(plan.root), n_workers, on_result, on_error)
+        else:
+            run_dask(todo, str(plan.root), address, n_workers, on_result, on_error)
+    summary.wall_s = time.perf_counter() - start
+    return summary
+
+
+def _stored(store: Store, item: RunItem) -> bool:
+    if item.kind == "experiment":
+        return store.experiment_exists(item.run_id)
+    return store.exists(item.run_id)
