@@ -498,9 +498,12 @@ class UntiedHierarchy:
         bias[idx] = -self.psi(mu, a1, a2)[idx] / D[idx]
         d_mu = self.field(mu, bias, a1, a2)
         if d is not None:
+            # dm_k/dτ = −√d D_k δ_k − 2γ m_k must equal dm*_k/dτ (the decay of Tr M is
+            # restored by the fast dynamics, as in SGD: E Δm ∋ −2αγ m/d)
             rate = means.slaved_rate(m_tr, q1, q2, *self.q_of(d_mu))
+            m_cur = np.sqrt(d) * mu[self._t[idx]]
             delta = np.zeros(self.K)
-            delta[idx] = -rate / (np.sqrt(d) * D[idx])
+            delta[idx] = -(rate + 2.0 * self.weight_decay * m_cur) / (np.sqrt(d) * D[idx])
             d_mu = (
                 d_mu
                 + self.field(mu, delta, 0 * a1, 0 * a2)
@@ -579,7 +582,9 @@ class UntiedMatrixFlow:
             dq2 = (df @ ft.T + f @ dft.T) / d
             rate = means.slaved_rate(st["m"], st["q1"], st["q2"], dq1, dq2)
             for j, k in enumerate(means.idx):
-                delta = -rate[j] / (np.sqrt(d) * st["D"][k])
+                # dm_k/dτ = −√d D_k δ_k − 2γ m_k = dm*_k/dτ (SGD's E Δm ∋ −2αγ m/d)
+                m_cur = np.trace(st["M"][k]) / np.sqrt(d)
+                delta = -(rate[j] + 2.0 * self.weight_decay * m_cur) / (np.sqrt(d) * st["D"][k])
                 dU[k] = dU[k] - delta * V[k]
                 dV[k] = dV[k] - delta * U[k]
         return dU, dV
@@ -702,10 +707,12 @@ def _seed_prediction(config, potential, hierarchy, seed, times, fast_times, n_s)
     P0, Pb = psi_words(U0, V0, idx), psi_words(Ub, Vb, idx)
     span = np.where(np.abs(m_b - m0) > 1e-12, m_b - m0, np.inf)
 
-    def extra(m):  # ψ/√d (Eq. 573), P interpolated in m between the initial and fast states
+    gamma = config.weight_decay
+
+    def extra(m):  # ψ/√d + 2γm/d (Eq. 573), P interpolated in m between initial and fast states
         P = P0 + ((m - m0) / span)[:, None] * (Pb - P0)
         _, a1, a2 = potential.gradients(means.full(m), q1_0, q2_0)
-        return 2.0 * np.sum((a1 + a2)[idx] * P, axis=1) / np.sqrt(d)
+        return 2.0 * np.sum((a1 + a2)[idx] * P, axis=1) / np.sqrt(d) + 2.0 * gamma * m / d
 
     m_fast = means.fast_flow(m0, q1_0, q2_0, D0, fast_times, extra)
     m_inf = means.fast_limit(m0, q1_0, q2_0, D0, extra)
@@ -754,15 +761,16 @@ def _seed_prediction(config, potential, hierarchy, seed, times, fast_times, n_s)
             return _observe(*inner(i), n_s, config.moment_degree)
 
     # The slow mean: Tr M_k/√d of the slow state (kept at m*(q), Eq. 29) plus the finite-d
-    # offset of the slow manifold, −(∇²_m Φ)⁻¹ ψ/(√d D): SGD's mean drift
-    # −α D(∂Φ/∂m + ψ/(√d D)) (Eqs. 573, 580–582) vanishes there, not at ∂Φ/∂m = 0.
+    # offset of the slow manifold, −(∇²_m Φ)⁻¹ (ψ/√d + 2γm/d)/D: SGD's mean drift
+    # −α (D ∂Φ/∂m + ψ/√d + 2γm/d) (Eqs. 573, 580–582) vanishes there, not at ∂Φ/∂m = 0.
     m_slow = np.sqrt(d) * np.stack([obs[f"t_{k + 1}"] for k in idx], axis=1)
     q1 = np.stack([[obs[_qname(1, k, l)] for l in range(1, K + 1)] for k in range(1, K + 1)])
     q2 = np.stack([[obs[_qname(2, k, l)] for l in range(1, K + 1)] for k in range(1, K + 1)])
     for i in range(len(times)):
         if np.all(np.isfinite(psi[i, idx])):
             hess = means.hessian_m(m_slow[i], q1[:, :, i], q2[:, :, i])
-            m_slow[i] -= np.linalg.solve(hess, psi[i, idx] / (np.sqrt(d) * D[i, idx]))
+            drift = psi[i, idx] / np.sqrt(d) + 2.0 * gamma * m_slow[i] / d
+            m_slow[i] -= np.linalg.solve(hess, drift / D[i, idx])
     # composite: add inner(t) − inner(∞) where the fast flow has not converged; the mean is
     # m_fast(t) + m_slow(τ) − m_slow(0), exact at n = 0
     for i in range(len(times)):
