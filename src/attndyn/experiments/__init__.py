@@ -11,6 +11,7 @@ from attndyn.experiments.base import Claim, Experiment, ExperimentConfig, RunCon
 REGISTRY: dict[str, str] = {
     "aim-parameterization": "attndyn.experiments.aim_parameterization:AIMParameterization",
     "aim-recovery-scaling": "attndyn.experiments.aim_recovery_scaling:AIMRecoveryScaling",
+    "aim-untied": "attndyn.experiments.aim_untied:AIMUntied",
 }
 
 
