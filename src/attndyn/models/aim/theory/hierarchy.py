@@ -76,6 +76,12 @@ class TiedHierarchy:
         self._src, self._k, self._l = np.array(src), np.array(ki), np.array(li)
         self._t1, self._t2 = np.array(tgt1), np.array(tgt2)
         self._decay = np.array([sum(z in trainable for z in w) for w in self.words], float)
+        # trainable letters gained by each insertion (0 for truncated words, whose μ is 0)
+        ext_decay = np.append(self._decay, 0.0)
+        gain1 = ext_decay[self._t1] - self._decay[self._src]
+        gain2 = ext_decay[self._t2] - self._decay[self._src]
+        self._jump1 = np.where(self._t1 == n, 0.0, gain1)
+        self._jump2 = np.where(self._t2 == n, 0.0, gain2)
         self._q_index = np.array(
             [
                 [self.index[canonical((str(k), str(l)))] for l in range(1, self.K + 1)]
@@ -93,6 +99,17 @@ class TiedHierarchy:
         d_mu = -np.bincount(self._src, weights=terms, minlength=len(mu))
         return d_mu - 0.5 * self.weight_decay * self._decay * mu
 
+    def _scaled_rhs(self, t: float, nu: np.ndarray) -> np.ndarray:
+        """Eq. 11 for ν_α = e^{(γ/2)|α|_𝒦 t} μ_α (the decay term integrated exactly). An inserted
+        letter adds 0 or 1 trainable letters, so only the bounded factors e^{−(γ/2)Δt} appear:
+        the system is not stiff however large γ is."""
+        c = 0.5 * self.weight_decay * t
+        gamma = self.gamma_fn(self.q_of(nu * np.exp(-c * self._decay)))
+        ext = np.append(nu, 0.0)
+        f1, f2 = np.exp(-c * self._jump1), np.exp(-c * self._jump2)
+        terms = gamma[self._k, self._l] * (ext[self._t1] * f1 + ext[self._t2] * f2)
+        return -np.bincount(self._src, weights=terms, minlength=len(nu))
+
     def initial(self, moments: dict[str, float]) -> np.ndarray:
         """State vector from a dict of observable names (missing names are an error)."""
         missing = [n for n in self.names if n not in moments]
@@ -103,18 +120,49 @@ class TiedHierarchy:
     def solve(
         self, mu0: np.ndarray, times: np.ndarray, rtol: float = 1e-8
     ) -> dict[str, np.ndarray]:
-        """Integrate with an adaptive Runge–Kutta (DOP853) in float64; values at ``times``."""
+        """Integrate with an adaptive Runge–Kutta (DOP853) in float64; values at ``times``.
+
+        With weight decay the state is ν_α = e^{(γ/2)|α|_𝒦 t} μ_α (see ``_scaled_rhs``), which
+        removes the stiffness of the decay rates (γ/2)|α|_𝒦. The integration stops, and the
+        values are NaN from there on, when the solution blows up or when q leaves the PSD cone by
+        more than ``CONE_TOL`` (a truncation beyond its radius at γ = 0); smaller excursions
+        continue with Γ̃ of Eqs. 92–93 (``Potential.gamma_tied``)."""
+        decay = 0.5 * self.weight_decay * self._decay
+
+        def to_mu(t, y):
+            return y * np.exp(-decay * t) if self.weight_decay > 0 else y
+
+        def blow_up(t, y):
+            size = float(np.max(np.abs(to_mu(t, y))))
+            return 1e8 - size if np.isfinite(size) else -1.0
+
+        def cone_exit(t, y):
+            q = self.q_of(to_mu(t, y))
+            if not np.all(np.isfinite(q)):
+                return -1.0
+            vals = np.linalg.eigvalsh(0.5 * (q + q.T))
+            return float(vals[0] + CONE_TOL * max(vals[-1], 0.0))
+
+        blow_up.terminal = cone_exit.terminal = True
         sol = solve_ivp(
-            self.rhs,
+            self._scaled_rhs if self.weight_decay > 0 else self.rhs,
             (0.0, float(times[-1])),
             mu0,
             method="DOP853",
             t_eval=times,
             rtol=rtol,
             atol=rtol * 1e-2,
+            events=[blow_up, cone_exit],
         )
         values = _complete(sol, times)
+        if self.weight_decay > 0:
+            values = values * np.exp(-np.outer(decay, times))
         return {name: values[i] for i, name in enumerate(self.names)}
+
+
+CONE_TOL = 1e-2
+"""The hierarchy stops when the smallest eigenvalue of q falls below −CONE_TOL × the largest:
+such a truncation is not admissible (Thm 2) and is wrong by at least that much."""
 
 
 def _complete(sol, times: np.ndarray) -> np.ndarray:
