@@ -59,8 +59,12 @@ Presets:
   lr_c = 0.01·800·ln 800/4096 = 0.01306; "standard Gaussian initialization" read as square
   factors (ρ = ρ* = 1, N(0, 1/d) entries, V scaled by 0.8 for Assumption 4.4); h3 added to the
   centred cases (with ρ* = 1, Var Z₂ = 1 and E h3'(Z₂) = 3(m₂² + Var Z₂ − 1)/√6 = 0: trapped).
-  τ_max = 1 costs 8·10⁴ steps of 4096 samples at d = 800 (≈ 10¹⁵ flops per case): hours on two
-  CPU cores, minutes on one GPU.
+  τ_max = 1 costs τ_max·d/η = 8·10⁴ steps of 4096 samples at d = 800, ≈ 3·10¹⁰ flops per step
+  and seed with square factors, i.e. ≈ 10¹⁶ flops per case (4 seeds; d = 400 is 16× cheaper):
+  days on two CPU cores, roughly half an hour for the seven runs on one H200-class GPU (an
+  estimate: the paper preset has not been run here). h3 at this step constant (α_d·d log d =
+  0.013, above the ≈ 0.002 that kept h3 stable at batch 32 on CPU) may lose seeds; the trainer
+  marks them.
 """
 
 from __future__ import annotations
