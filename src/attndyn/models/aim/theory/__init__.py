@@ -86,13 +86,18 @@ def time_grid(config: AIMConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def initial_matrices(config: AIMConfig, seed: int) -> tuple[dict, dict]:
-    """(student side, teacher side) of the simulator's initial state for one seed (float64)."""
-    with jax.enable_x64(True):
-        cfg = config.model_copy(update={"dtype": "float64", "test_size": 0})
+    """(student side, teacher side) of the simulator's initial state for one seed, as float64
+    NumPy arrays. The draws are made in the config's dtype, as the simulator makes them (float32
+    and float64 normal draws from the same key differ)."""
+    cfg = config.model_copy(update={"test_size": 0})
+    with jax.enable_x64(config.dtype == "float64"):
         problem = build(AIMConfig(**{k: getattr(cfg, k) for k in AIMConfig.model_fields}))
         init_keys, _ = seed_keys(np.array([seed]))
         params, state = problem.init(init_keys[0])
-        return student_side(params, config.param), state["teacher"]
+        student = student_side(params, config.param)
+        teacher = state["teacher"]
+    as64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+    return jax.tree.map(as64, student), jax.tree.map(as64, teacher)
 
 
 def initial_observables(config: AIMConfig, degree: int) -> dict[str, float]:
