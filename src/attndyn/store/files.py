@@ -203,17 +203,20 @@ class Store:
                 f"cannot write results to {self.root}: {exc.strerror or exc}"
             ) from None
 
-    def clean_temporary(self, older_than_s: float = 3600.0) -> int:
+    def clean_temporary(self, older_than_s: float = 3600.0, pids: set[int] | None = None) -> int:
         """Remove temporary files that killed writers left (hidden ``.*.tmp``, never read as
-        results) older than ``older_than_s``; returns how many were removed."""
+        results): those older than ``older_than_s``, and, whatever their age, those of the
+        (dead) processes ``pids``. Returns how many were removed."""
         removed = 0
         now = time.time()
+        tags = {f".{pid}." for pid in pids or ()}
         for folder in (self.runs, self.experiments, self.failures):
             if not folder.is_dir():
                 continue
             for path in folder.glob(".*.tmp"):
                 with contextlib.suppress(OSError):
-                    if now - path.stat().st_mtime > older_than_s:
+                    dead = any(tag in path.name for tag in tags)
+                    if dead or now - path.stat().st_mtime > older_than_s:
                         path.unlink()
                         removed += 1
         return removed
@@ -236,6 +239,10 @@ class Store:
             raise StoreError(
                 f"cannot write results to {self.root}: {exc.strerror or exc}"
             ) from None
+        except BaseException:  # interrupted (e.g. SIGTERM turned into SystemExit): no leftovers
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         return final
 
     def metadata(self, run_id: str) -> dict[str, Any]:

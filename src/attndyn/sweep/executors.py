@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -64,8 +65,14 @@ def _watch_parent(parent: int) -> None:
             os._exit(3)
 
 
+def _exit_on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds: a write in progress removes its temporary file
+
+
 def _init_worker(parent: int) -> None:
-    """Pool worker start-up: exit as soon as the sweep process is gone."""
+    """Pool worker start-up: SIGTERM unwinds cleanly; exit as soon as the sweep process is
+    gone."""
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
@@ -77,7 +84,7 @@ def run_local(
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    from attndyn.store import StoreError
+    from attndyn.store import Store, StoreError
 
     pending = list(tasks)
     restarts = 0
@@ -108,9 +115,21 @@ def run_local(
                             on_error(task, exc)
                         else:
                             on_result(task, result)
-            except BaseException:
+            except StoreError:
+                # nothing more can be stored: drop queued tasks, let running ones end (their
+                # writes fail and clean up after themselves)
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            except BaseException:  # interrupted: stop the workers now, remove their temporaries
+                procs = list((getattr(pool, "_processes", None) or {}).values())
                 pool.shutdown(wait=False, cancel_futures=True)
-                _terminate(pool)
+                for proc in procs:
+                    with contextlib.suppress(Exception):
+                        proc.terminate()
+                for proc in procs:
+                    with contextlib.suppress(Exception):
+                        proc.join(timeout=10)
+                Store(root).clean_temporary(pids={p.pid for p in procs if p.pid})
                 raise
             pool.shutdown(wait=True)
             pending = sorted(broken, key=lambda t: t.index)
@@ -125,13 +144,6 @@ def run_local(
                             ),
                         )
                     return
-
-
-def _terminate(pool) -> None:
-    """Stop a pool's worker processes now (the sweep is being interrupted or failed)."""
-    for proc in list(getattr(pool, "_processes", {}).values()):
-        with contextlib.suppress(Exception):
-            proc.terminate()
 
 
 def run_dask(

@@ -1,0 +1,196 @@
+"""Sweeps that run: stored values, provenance, failures that do not stop a sweep, storage errors,
+and the local Dask cluster path."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import attndyn
+from attndyn.api import make_config
+from attndyn.models import aim
+from attndyn.store import Store, connect
+from attndyn.sweep import load_spec, run_sweep
+
+TINY = """
+family = "aim"
+{extra}
+[base]
+d = 8
+t_max = 0.05
+records = 4
+batch = 4
+test_size = 8
+seeds = 2
+[grid]
+{grid}
+"""
+OBS = ["run_id", "seed", "time", "samples", "step", "name", "value"]
+
+
+def spec_file(tmp_path, grid: str, extra: str = "", name: str = "tiny.toml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(TINY.format(grid=grid, extra=extra)))
+    return path
+
+
+def values(root):
+    return {
+        p.stem: pq.read_table(p).select(OBS).replace_schema_metadata(None)
+        for p in sorted((root / "runs").glob("*.parquet"))
+    }
+
+
+@pytest.fixture(scope="module")
+def zipped(tmp_path_factory):
+    """A local sweep (2 workers) of 4 runs in 2 tasks: lr 0.02 with seed = 0, 1, 2 (one
+    vmapped group over seeds 0-3) and lr 0.03 with seed 5 (alone)."""
+    folder = tmp_path_factory.mktemp("zipped")
+    path = spec_file(folder, "lr = [0.02, 0.02, 0.02, 0.03]\nseed = [0, 1, 2, 5]", "zip = true")
+    out = folder / "results"
+    summary = run_sweep(path, out, workers=2, progress=False)
+    return path, out, summary
+
+
+def test_grouped_runs_are_slices_of_one_vmapped_simulation(zipped):
+    """Each stored run of a group is exactly its slice of the group's one simulation, with its
+    own config and the group recorded; a config alone in its group runs exactly as
+    ``attndyn.simulate``."""
+    path, out, summary = zipped
+    assert (summary.total, summary.done, summary.failed, summary.tasks) == (4, 4, 0, 2)
+    base = dict(d=8, t_max=0.05, records=4, batch=4, test_size=8, seeds=2)
+    whole = aim.simulate(make_config("aim", base | {"lr": 0.02}), seeds=[0, 1, 2, 3])
+    alone = attndyn.simulate("aim", **base, lr=0.03, seed=5)
+    store = Store(out)
+    for item in load_spec(path).expand():
+        first = item.config["seed"]
+        stored = store.read(item.run_id)
+        assert stored["seed"].values.tolist() == [first, first + 1]
+        grouped = item.config["lr"] == 0.02
+        expected = whole.sel(seed=[first, first + 1]) if grouped else alone
+        for name in expected.data_vars:
+            np.testing.assert_array_equal(stored[name].values, expected[name].values)
+        meta = store.metadata(item.run_id)
+        assert meta["config"] == item.config and meta["sweep"] == "tiny"
+        assert meta["vmap_seeds"] == ([0, 1, 2, 3] if grouped else None)
+    rows = connect(out).execute("SELECT DISTINCT sweep FROM runs").fetchall()
+    assert rows == [("tiny",)]
+    again = run_sweep(path, out, workers=2, progress=False)
+    assert (again.skipped, again.done, again.tasks) == (4, 0, 0)
+
+
+SITECUSTOMIZE = """
+from attndyn.models.aim.model import register_activation
+
+
+def boom(g):
+    raise RuntimeError("boom: this activation always fails")
+
+
+register_activation("boom", boom)
+"""
+
+
+def test_failed_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
+    """An activation that raises (registered in every process through sitecustomize): its runs
+    are recorded in the failures view with the error and the config, the other runs are stored,
+    and the sweep exits 1 after finishing."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    path = spec_file(tmp_path, 'activation = ["h2", "boom"]\nseed = [0, 1]')
+    out = tmp_path / "results"
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "attndyn", "sweep", str(path), "--out", str(out), "--json"]
+        + ["--workers", "2", "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    assert proc.returncode == 1, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert (summary["runs"], summary["ran"], summary["failed"]) == (4, 2, 2)
+    con = connect(out)
+    failures = con.execute(
+        "SELECT run_id, kind, name, sweep, error, config FROM failures ORDER BY run_id"
+    ).fetchall()
+    assert len(failures) == 2
+    for rid, kind, name, sweep, error, config in failures:
+        assert (kind, name, sweep) == ("family", "aim", "tiny")
+        assert "RuntimeError: boom: this activation always fails" in error
+        assert json.loads(config)["activation"] == "boom"
+        assert rid in {f["run_id"] for f in summary["failures"]}
+    stored = con.execute("SELECT activation, count(*) FROM runs GROUP BY 1").fetchall()
+    assert stored == [("h2", 2)]
+
+
+def test_results_folder_that_is_a_file_is_a_clear_error(tmp_path):
+    path = spec_file(tmp_path, "seed = [0, 1]")
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("keep me")
+    proc = subprocess.run(
+        [sys.executable, "-m", "attndyn", "sweep", str(path), "--out", str(blocker)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot write results to")
+    assert blocker.read_text() == "keep me"
+    assert set(tmp_path.iterdir()) == {path, blocker}
+
+
+DISK_FULL = """
+import os, resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # ignored dispositions survive exec and spawn
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+os.execv(sys.executable, [sys.executable, "-m", "attndyn", *sys.argv[1:]])
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs POSIX file-size limits")
+def test_disk_full_mid_sweep_stops_with_a_clear_error_and_no_partial_files(tmp_path):
+    """Writes past 4 KiB fail with EFBIG in the sweep and its workers, as on a full disk; every
+    run file is larger: the first write fails, the sweep stops with one error line and exit 1,
+    and nothing is left behind."""
+    path = spec_file(tmp_path, "lr = [0.02, 0.04]\nseed = [0, 1]")
+    out = tmp_path / "results"
+    env = dict(os.environ, ATTNDYN_JAX_CACHE="off")
+    proc = subprocess.run(
+        [sys.executable, "-c", DISK_FULL, "sweep", str(path), "--out", str(out)]
+        + ["--workers", "1", "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: cannot write results to") and "File too large" in lines[0]
+    leftovers = [p for p in out.rglob("*") if p.is_file()]
+    assert leftovers == [], leftovers
+
+
+def test_dask_local_cluster_gives_the_local_executors_values(zipped, tmp_path):
+    """``--executor dask`` without an address starts a local Dask cluster (here one worker);
+    same stored values as the local process pool with two workers."""
+    path, local_out, _ = zipped
+    dask = run_sweep(path, tmp_path / "dask", executor="dask", workers=1, progress=False)
+    assert (dask.done, dask.failed, dask.workers) == (4, 0, 1)
+    a, b = values(local_out), values(tmp_path / "dask")
+    assert a.keys() == b.keys() and len(a) == 4
+    assert all(a[k].equals(b[k]) for k in a)

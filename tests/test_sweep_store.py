@@ -1,0 +1,277 @@
+"""The run database at sweep scale: the catalog, the runs / failures / experiments views, and
+the ``attndyn runs`` and ``attndyn export`` commands (synthetic runs, no simulation)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from attndyn.core.config import canonical, run_id
+from attndyn.core.trajectory import make_trajectory
+from attndyn.models.aim import AIMConfig
+from attndyn.store import Store, connect
+from attndyn.store.catalog import CATALOG, merge_type
+
+TIMES = np.array([0.0, 0.5, 1.0])
+
+
+def fake_run(store: Store, **values) -> str:
+    """Store a synthetic 2-seed run of an AIM config (observables: the config's d, lr and the
+    seed, so that values can be checked)."""
+    config = AIMConfig(**values)
+    seeds = np.arange(config.seed, config.seed + config.seeds)
+    loss = np.outer(seeds + 1.0, 1.0 - TIMES) * config.lr
+    traj = make_trajectory(
+        {"loss": loss, "q_12": np.full_like(loss, float(config.d))},
+        time=TIMES,
+        samples=np.array([0, 10, 20]),
+        step=np.array([0, 10, 20]),
+        seeds=seeds,
+        family="aim",
+        config=canonical(config),
+    )
+    rid = run_id("aim", config)
+    store.write(traj, rid, wall_s=0.5)
+    return rid
+
+
+@pytest.fixture
+def folder(tmp_path):
+    store = Store(tmp_path / "results")
+    ids = [
+        fake_run(store, d=d, lr=lr, seed=s, seeds=2)
+        for d in (8, 16)
+        for lr in (0.01, 0.02)
+        for s in (0, 2)
+    ]
+    return store, ids
+
+
+def cli(monkeypatch, capsys, *args):
+    from attndyn.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["attndyn", *args])
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_catalog_follows_added_rewritten_and_deleted_runs(folder):
+    store, ids = folder
+    con = connect(store.root)
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (8,)
+    catalog = store.root / CATALOG
+    assert catalog.is_file()
+    first = catalog.stat().st_mtime_ns
+
+    # nothing changed: the catalog is read, not rewritten
+    assert connect(store.root).execute("SELECT count(*) FROM runs").fetchone() == (8,)
+    assert catalog.stat().st_mtime_ns == first
+
+    new = fake_run(store, d=32, lr=0.01, seed=0, seeds=2)
+    rows = connect(store.root).execute("SELECT run_id, d FROM runs WHERE d = 32").fetchall()
+    assert rows == [(new, 32)]
+
+    # a rewritten run (same id) shows its new record
+    meta = store.metadata(ids[0])
+    store.write(store.read(ids[0]), ids[0], wall_s=7.25)
+    assert store.metadata(ids[0])["wall_s"] == 7.25 != meta["wall_s"]
+    wall = connect(store.root).execute("SELECT wall_s FROM runs WHERE run_id = ?", [ids[0]])
+    assert wall.fetchone() == (7.25,)
+
+    store.path(ids[1]).unlink()
+    con = connect(store.root)
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (8,)
+    assert con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [ids[1]]).fetchone() == (0,)
+
+
+def test_damaged_or_missing_catalog_is_rebuilt(folder):
+    store, ids = folder
+    connect(store.root)
+    catalog = store.root / CATALOG
+    catalog.write_bytes(b"PAR1 not a parquet file")
+    con = connect(store.root)
+    assert sorted(r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()) == sorted(ids)
+    assert pq.ParquetFile(catalog).metadata.num_rows == 8
+    catalog.unlink()
+    assert connect(store.root).execute("SELECT count(*) FROM runs").fetchone() == (8,)
+
+
+def test_catalog_is_a_cache_on_a_read_only_view(folder):
+    store, _ = folder
+    con = connect(store.root, save_catalog=False)
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (8,)
+    assert not (store.root / CATALOG).exists()
+
+
+def test_runs_view_columns_types_and_the_observables_join(folder):
+    store, ids = folder
+    con = connect(store.root)
+    cols = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE runs)").fetchall())
+    for name in ("run_id", "family", "experiment", "sweep", "status", "wall_s", "version"):
+        assert name in cols
+    assert "created" in cols and "file" in cols
+    assert (cols["d"], cols["lr"], cols["param"], cols["wall_s"]) == (
+        "BIGINT",
+        "DOUBLE",
+        "VARCHAR",
+        "DOUBLE",
+    )
+    # the seed-mean loss at t = 0 is lr·(mean seed + 1): checks the join and the values
+    rows = con.execute(
+        "SELECT r.lr, r.seed, avg(o.value) FROM runs r JOIN observables o USING (run_id) "
+        "WHERE o.name = 'loss' AND o.time = 0 AND r.d = 8 GROUP BY 1, 2 ORDER BY 1, 2"
+    ).fetchall()
+    expected = [(0.01, 0, 0.015), (0.01, 2, 0.035), (0.02, 0, 0.03), (0.02, 2, 0.07)]
+    assert [r[:2] for r in rows] == [e[:2] for e in expected]
+    np.testing.assert_allclose([r[2] for r in rows], [e[2] for e in expected], rtol=1e-12)
+    # run_id from the file name (prunes files) equals the stored column
+    stored = pq.read_table(store.path(ids[3])).column("run_id").unique().to_pylist()
+    one = con.execute("SELECT DISTINCT run_id FROM observables WHERE run_id = ?", [ids[3]])
+    assert one.fetchall() == [(stored[0],)]
+
+
+def test_mixed_value_types_widen():
+    assert merge_type(None, "BIGINT") == "BIGINT"
+    assert merge_type("BIGINT", "DOUBLE") == "DOUBLE"
+    assert merge_type("DOUBLE", "BIGINT") == "DOUBLE"
+    assert merge_type("BIGINT", "VARCHAR") == "VARCHAR"
+    assert merge_type("BOOLEAN", "BIGINT") == "VARCHAR"
+
+
+def test_failures_view_and_clearing(folder):
+    store, _ = folder
+    config = {"d": 8, "activation": "boom"}
+    store.write_failure(
+        "abc123", kind="family", name="aim", config=config, error=RuntimeError("it\nbroke")
+    )
+    rows = connect(store.root).execute("SELECT run_id, name, error, config FROM failures")
+    (rid, name, error, cfg), *rest = rows.fetchall()
+    assert not rest and (rid, name) == ("abc123", "aim")
+    assert error == "RuntimeError: it broke" and json.loads(cfg) == config
+    store.clear_failure("abc123")
+    assert connect(store.root).execute("SELECT count(*) FROM failures").fetchone() == (0,)
+
+
+def experiment_record(name, run_ids, passed=True):
+    return {
+        "experiment": name,
+        "preset": "small",
+        "run_ids": run_ids,
+        "claims": [{"name": "c1", "statement": "s", "value": 1.0, "target": "t", "passed": passed}],
+        "summary": {},
+        "figure": "f.png",
+        "config": {"d": [8, 16], "seeds": 2},
+    }
+
+
+def test_experiment_links_and_runs_experiment_filter(folder, monkeypatch, capsys):
+    store, ids = folder
+    store.write_experiment(experiment_record("exp-a", ids[:3]), "exp-a-small-1", wall_s=2.5)
+    store.write_experiment(experiment_record("exp-b", ids[2:4], False), "exp-b-small-2")
+    con = connect(store.root)
+    rows = dict(con.execute("SELECT run_id, experiment FROM runs").fetchall())
+    assert [rows[i] for i in ids[:5]] == ["exp-a", "exp-a", "exp-a,exp-b", "exp-b", None]
+    exps = con.execute(
+        "SELECT key, experiment, passed, n_claims, wall_s, seeds, d FROM experiments ORDER BY key"
+    ).fetchall()
+    assert exps == [
+        ("exp-a-small-1", "exp-a", True, 1, 2.5, 2, "[8, 16]"),
+        ("exp-b-small-2", "exp-b", False, 1, None, 2, "[8, 16]"),
+    ]
+    code, out, _ = cli(
+        monkeypatch, capsys, "runs", "--out", str(store.root), "--experiment", "exp-b", "--json"
+    )
+    assert code == 0
+    assert sorted(r["run_id"] for r in json.loads(out)) == sorted(ids[2:4])
+
+
+def test_runs_command_where_json_csv_and_table(folder, monkeypatch, capsys):
+    store, ids = folder
+    root = str(store.root)
+    code, out, _ = cli(monkeypatch, capsys, "runs", "--out", root, "--where", "d = 16", "--json")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 4 and {r["d"] for r in rows} == {16}
+    assert {"run_id", "family", "status", "wall_s", "version", "created", "lr"} <= set(rows[0])
+    code, out, _ = cli(
+        monkeypatch, capsys, "runs", "--out", root, "--where", "lr > 0.015 AND seed = 2", "--csv"
+    )
+    frame = pd.read_csv(pd.io.common.StringIO(out))
+    assert code == 0 and len(frame) == 2 and set(frame["lr"]) == {0.02}
+    code, out, _ = cli(monkeypatch, capsys, "runs", "--out", root)
+    assert code == 0 and "8 runs" in out
+    code, _, err = cli(monkeypatch, capsys, "runs", "--out", root, "--where", "nope = 1")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "invalid --where" in err
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_writes_runs_joined_with_observables(folder, monkeypatch, capsys, tmp_path, fmt):
+    store, ids = folder
+    output = tmp_path / "exports" / f"table.{fmt}"
+    code, out, err = cli(
+        monkeypatch,
+        capsys,
+        "export",
+        "--format",
+        fmt,
+        "--out",
+        str(store.root),
+        "--output",
+        str(output),
+    )
+    assert code == 0, err
+    frame = pd.read_csv(output) if fmt == "csv" else pd.read_parquet(output)
+    n_obs = connect(store.root).execute("SELECT count(*) FROM observables").fetchone()[0]
+    assert len(frame) == n_obs == 8 * 2 * 3 * 2  # runs × seeds × times × observables
+    assert f"wrote {n_obs} rows" in out
+    # the config's first seed and the observation's seed are both kept
+    assert {"config_seed", "seed", "d", "lr", "name", "value", "time"} <= set(frame.columns)
+    q = frame[(frame["name"] == "q_12")]
+    assert (q["value"] == q["d"]).all()
+    assert [p.name for p in output.parent.iterdir()] == [output.name]  # no temporary left
+
+    code, _, _ = cli(
+        monkeypatch,
+        capsys,
+        "export",
+        "--format",
+        fmt,
+        "--out",
+        str(store.root),
+        "--output",
+        str(output),
+        "--where",
+        "name = 'loss' AND d = 8",
+    )
+    frame = pd.read_csv(output) if fmt == "csv" else pd.read_parquet(output)
+    assert code == 0 and len(frame) == 4 * 2 * 3 and set(frame["name"]) == {"loss"}
+
+
+def test_export_bad_input(folder, monkeypatch, capsys, tmp_path):
+    store, _ = folder
+    output = tmp_path / "x.csv"
+    code, _, err = cli(monkeypatch, capsys, "export", "--format", "xlsx", "--out", str(store.root))
+    assert code == 2 and "'format'" in err
+    code, _, err = cli(
+        monkeypatch,
+        capsys,
+        "export",
+        "--out",
+        str(store.root),
+        "--output",
+        str(output),
+        "--where",
+        "bogus > 1",
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not output.exists()
+    assert os.listdir(tmp_path) == ["results"]
