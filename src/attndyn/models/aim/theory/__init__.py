@@ -46,7 +46,7 @@ class AIMTheoryConfig(AIMConfig):
     method: Literal[
         "auto", "hierarchy", "matrix-flow", "direct-ode", "untied", "untied-hierarchy"
     ] = Field("auto", description="theory to integrate (see attndyn.models.aim.theory)")
-    truncation: int = Field(6, ge=1, le=12, description="degree M of the truncated hierarchy")
+    truncation: int = Field(6, ge=2, le=12, description="degree M of the truncated hierarchy")
     rtol: float = Field(1e-8, gt=0, lt=1e-2, description="relative tolerance of the ODE solver")
     quad_log2: int = Field(
         14, ge=8, le=20, description="log2 of QMC nodes when Gauss–Hermite does not fit"
