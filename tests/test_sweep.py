@@ -194,3 +194,63 @@ def test_dask_local_cluster_gives_the_local_executors_values(zipped, tmp_path):
     a, b = values(local_out), values(tmp_path / "dask")
     assert a.keys() == b.keys() and len(a) == 4
     assert all(a[k].equals(b[k]) for k in a)
+
+
+EXPERIMENT_SPEC = """
+experiment = "aim-parameterization"
+[base]
+d = [8, 12]
+d_h3 = [8, 12]
+t_max = 0.05
+t_max_h3 = 0.05
+records = 4
+batch = 4
+[grid]
+seeds = [1]
+"""
+
+
+@pytest.mark.slow
+def test_experiment_sweep_stores_experiment_runs_and_skips_them(tmp_path):
+    """Each grid point of an experiment spec is one experiment run (tiny overrides: the claims
+    need not pass); its record and its simulations are linked in the views (1–2 minutes with a
+    cold compilation cache)."""
+    path = tmp_path / "exp.toml"
+    path.write_text(EXPERIMENT_SPEC)
+    out = tmp_path / "results"
+    summary = run_sweep(path, out, workers=1, progress=False)
+    assert (summary.total, summary.done, summary.failed) == (1, 1, 0)
+    (item,) = load_spec(path).expand()
+    con = connect(out)
+    rows = con.execute("SELECT key, experiment, preset, seeds, wall_s FROM experiments").fetchall()
+    assert len(rows) == 1 and rows[0][:4] == (item.run_id, "aim-parameterization", "small", 1)
+    assert rows[0][4] > 0
+    linked = con.execute(
+        "SELECT count(*), count(*) FILTER (experiment = 'aim-parameterization') FROM runs "
+        "WHERE run_id IN (SELECT run_id FROM experiment_runs)"
+    ).fetchone()
+    assert linked[0] > 0 and linked[0] == linked[1]
+    again = run_sweep(path, out, workers=1, progress=False)
+    assert (again.skipped, again.done) == (1, 0)
+
+
+def test_unreachable_dask_scheduler_is_one_line_exit_1(tmp_path):
+    pytest.importorskip("distributed")
+    import socket
+
+    with socket.socket() as sock:  # a loopback port with nothing listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    path = spec_file(tmp_path, "seed = [0]")
+    env = dict(os.environ, DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT="2s")
+    proc = subprocess.run(
+        [sys.executable, "-m", "attndyn", "sweep", str(path), "--out", str(tmp_path / "r")]
+        + ["--executor", "dask", "--address", f"tcp://127.0.0.1:{port}", "--no-progress"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0], proc.stderr

@@ -302,9 +302,13 @@ def sweep(
             f"{plan.missing} to run in {len(plan.todo)} tasks (results: {plan.root})"
         )
         return
-    summary = run_sweep(
-        spec, out, executor=executor, workers=workers, address=address, progress=progress
-    )
+    try:
+        summary = run_sweep(
+            spec, out, executor=executor, workers=workers, address=address, progress=progress
+        )
+    except KeyboardInterrupt:
+        print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
+        raise typer.Exit(130) from None
     if as_json:
         print(json.dumps(_json_safe(summary.as_json())))
     else:
@@ -505,5 +509,12 @@ def main() -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     except StoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except Exception as exc:
+        from attndyn.sweep.executors import ExecutorError
+
+        if not isinstance(exc, ExecutorError):
+            raise
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)

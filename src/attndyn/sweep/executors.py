@@ -29,6 +29,12 @@ from collections.abc import Callable, Iterator
 from attndyn.sweep.tasks import Task, TaskResult, run_task, single_thread_env
 
 MAX_RESTARTS = 3
+
+
+class ExecutorError(RuntimeError):
+    """The executor cannot run tasks at all (e.g. no scheduler at the address); one line."""
+
+
 EXECUTORS = ("local", "dask")
 
 OnResult = Callable[[Task, TaskResult], None]
@@ -155,13 +161,20 @@ def run_dask(
     on_error: OnError,
 ) -> None:
     """Run ``tasks`` on a Dask scheduler at ``address``, or on a local Dask cluster."""
+    import dask
     from distributed import Client, LocalCluster, as_completed
 
     from attndyn.store import StoreError
 
     cluster = None
     if address:
-        client = Client(address, timeout="30s")
+        try:
+            # default 30 s; DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT sets it
+            timeout = dask.config.get("distributed.comm.timeouts.connect")
+            client = Client(address, timeout=timeout)
+        except (OSError, TimeoutError) as exc:
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            raise ExecutorError(f"cannot reach the Dask scheduler at {address}: {reason}") from None
     else:
         with worker_environment():
             cluster = LocalCluster(
