@@ -9,10 +9,6 @@ Python API (the CLI is a thin layer over it)::
 
 __version__ = "0.1.0"
 
-from attndyn.core.jaxsetup import enable_compilation_cache  # noqa: E402
-
-enable_compilation_cache()
-
 from attndyn.api import Results, predict, results, run, simulate  # noqa: E402
 
 __all__ = ["Results", "__version__", "predict", "results", "run", "simulate"]

@@ -21,7 +21,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attndyn.core.jaxsetup import enable_compilation_cache
 from attndyn.core.schedules import Schedule
+
+enable_compilation_cache()  # idempotent; every simulation imports the trainer
 
 Params = dict[str, jnp.ndarray]
 

@@ -17,10 +17,14 @@ THEORIES = {"aim": "attndyn.models.aim.theory"}
 
 
 def get_family(name: str) -> ModuleType:
-    """The family module registered under ``name``."""
+    """The family module registered under ``name`` (JAX is set up on first use, so importing
+    attndyn, listing runs or querying never loads JAX)."""
     if name not in FAMILIES:
         allowed = ", ".join(sorted(FAMILIES))
         raise InputError(f"unknown family '{name}'; allowed: {allowed}")
+    from attndyn.core.jaxsetup import enable_compilation_cache
+
+    enable_compilation_cache()
     return importlib.import_module(FAMILIES[name])
 
 
