@@ -44,7 +44,7 @@ PRICE_GAP = 1e-3
 PRICE_QMC_NODES = 1 << 12
 """QMC nodes of the Price form (a Hessian per node costs ~10 gradients; 2^12 Sobol nodes give
 Γ to ~1e-4 for softmax L = 2)."""
-PRICE_CHUNK = 1 << 16
+PRICE_CHUNK = 1 << 22
 """Hessian entries per chunk of nodes in the Price form (bounds its memory)."""
 
 
@@ -149,7 +149,8 @@ class Potential:
     def gamma_price(self, q) -> np.ndarray:
         """Γ_kl(q) = ½ Σ_{i,j,i',j'} (C_ii'C_jj' + C_ij'C_ji') E[∂²L/∂G_(ijk)∂G_(i'j'l)] (Eq. 91),
         the expectation over G ~ N(0, Cov(q)) on the rule's nodes, with the Hessian of L in the
-        full form tensor (every entry G_ijk an argument). The covariance is factored by its symmetric
+        full form tensor (every entry G_ijk an argument; computed in the distinct entries, which
+        gives the same sum since B is symmetric in i ↔ j). The covariance is factored by its symmetric
         square root (negative round-off eigenvalues clipped), so q on the boundary of the PSD cone
         is fine; q must be PSD (the hierarchy projects it first, Eqs. 92–93)."""
         with jax.enable_x64(True):
@@ -168,29 +169,36 @@ class Potential:
         if self.rule.kind == "qmc" and len(nodes) > PRICE_QMC_NODES:
             # the first 2^m points of a Sobol sequence are themselves a (0, m, s)-net
             nodes, w = nodes[:PRICE_QMC_NODES], w[:PRICE_QMC_NODES] / w[:PRICE_QMC_NODES].sum()
-        g_full = (jnp.asarray(nodes) @ factor.T) @ jnp.asarray(self.expand).T
+        g_kept = jnp.asarray(nodes) @ factor.T
+        expand = jnp.asarray(self.expand)
         shape = (self.K, self.L, self.L)
-        hess = jax.hessian(lambda g: self.loss(g.reshape(shape)))
+        # Hessian in the distinct entries: B_(ij),(i'j') is invariant under i ↔ j and i' ↔ j', so
+        # Σ_full B ∂²L = Σ_kept B ∂²L(expand(g)) — fewer tangents than the full Hessian
+        hess = jax.hessian(lambda g: self.loss((expand @ g).reshape(shape)))
         w = jnp.asarray(w)
 
         def chunk_sum(acc, xs):
             g, wc = xs
             return acc + jnp.einsum("n,nab->ab", wc, jax.vmap(hess)(g)), None
 
-        n, size = g_full.shape
+        n, size = g_kept.shape
         per = max(1, min(n, PRICE_CHUNK // (size * size)))  # bounded memory
         pad = (-n) % per
-        g_full = jnp.concatenate([g_full, jnp.zeros((pad, size), g_full.dtype)])
+        g_kept = jnp.concatenate([g_kept, jnp.zeros((pad, size), g_kept.dtype)])
         w = jnp.concatenate([w, jnp.zeros(pad, w.dtype)])
         mean_h, _ = jax.lax.scan(
             chunk_sum,
-            jnp.zeros((size, size), g_full.dtype),
-            (g_full.reshape(-1, per, size), w.reshape(-1, per)),
+            jnp.zeros((size, size), g_kept.dtype),
+            (g_kept.reshape(-1, per, size), w.reshape(-1, per)),
         )
-        h = mean_h.reshape(self.K, self.L, self.L, self.K, self.L, self.L)
         C = jnp.asarray(self.C)
         b = jnp.einsum("ac,bd->abcd", C, C) + jnp.einsum("ad,bc->abcd", C, C)
-        return 0.5 * jnp.einsum("abcd,kablcd->kl", b, h)
+        K, L = self.K, self.L
+        b_full = jnp.broadcast_to(b.transpose(0, 1, 2, 3)[None, :, :, None], (K, L, L, K, L, L))
+        b_full = b_full.reshape(K * L * L, K * L * L)[keep][:, keep]
+        block = jnp.asarray(self.keep // (L * L))  # the index k of each kept entry
+        onehot = (block[:, None] == jnp.arange(K)[None, :]).astype(mean_h.dtype)
+        return 0.5 * onehot.T @ (b_full * mean_h) @ onehot
 
 
 def _distinct_entries(symmetric: list[bool], L: int) -> tuple[np.ndarray, np.ndarray]:
