@@ -11,6 +11,8 @@ from attndyn.experiments.base import Claim, Experiment, ExperimentConfig, RunCon
 REGISTRY: dict[str, str] = {
     "aim-parameterization": "attndyn.experiments.aim_parameterization:AIMParameterization",
     "aim-recovery-scaling": "attndyn.experiments.aim_recovery_scaling:AIMRecoveryScaling",
+    "aim-solvable": "attndyn.experiments.aim_solvable:AIMSolvable",
+    "aim-truncation": "attndyn.experiments.aim_truncation:AIMTruncation",
     "aim-untied": "attndyn.experiments.aim_untied:AIMUntied",
 }
 
