@@ -27,9 +27,8 @@ fixed α_d would grow with d. The paper preset takes the figure's "learning rate
 it as 1/d² to d = 100 and 200.
 
 Presets: ``small`` d = 64, 128, 4 seeds, float64 (35 s measured on two shared cores);
-``paper`` d = 100, 200, 400, batch 512, 4 seeds, float32 (about 15 minutes on two cores,
-dominated by d = 400; its gap tolerances are extrapolated from the small preset's, the gap
-falling about 4× per doubling of d at α_d ∝ 1/d²).
+``paper`` d = 100, 200, 400, batch 512, 4 seeds, float32 (3.6 minutes measured on two cores,
+3.3 of them SGD at d = 400; all claims pass, gaps 2.5× below the tolerances).
 """
 
 from __future__ import annotations
@@ -109,10 +108,10 @@ class AIMSolvable(Experiment):
             "batch": 512,
             "records": 60,
             "dtype": "float32",
-            "gap_tol": {
-                100: {"t_1": 0.01, "q_11": 0.03},
-                200: {"t_1": 0.005, "q_11": 0.015},
-                400: {"t_1": 0.0025, "q_11": 0.008},
+            "gap_tol": {  # measured: 1.1e-3, 4.4e-3; 9.6e-4, 3.4e-3; 5.6e-4, 1.9e-3
+                100: {"t_1": 0.003, "q_11": 0.011},
+                200: {"t_1": 0.0025, "q_11": 0.0085},
+                400: {"t_1": 0.0015, "q_11": 0.005},
             },
         },
     }

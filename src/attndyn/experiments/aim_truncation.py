@@ -26,10 +26,12 @@ the claims are stated where they hold, and the experiment measures where they st
 
 Errors are max over t₁, q₁₁, q₁₂ of |truncation − reference|.
 
-Presets: ``small`` d = 128, M = 2..6, 4 seeds (about 1½ minutes on two idle cores); ``paper``
+Presets: ``small`` d = 96, M = 2..6, 4 seeds (1:40 wall, 61 s CPU, measured with ``--strict`` on
+two cores shared with other jobs); ``paper``
 d = 400, lr 0.01 and batch 512 read as a batch mean (α_d = 0.01/512 per sample, aim_d3_notes.md),
-M = 2..8, t ≤ 3 (about 40 minutes on two cores, dominated by SGD at d = 400; the tolerances are
-the small preset's, not re-measured at d = 400, where the SGD–theory gaps should be smaller).
+M = 2..8, t ≤ 3 (estimated 30 minutes on two cores from the simulator's throughput, ~70 GFLOP/s:
+1.1e5 GFLOP of SGD at d = 400, 4 seeds, two regimes; not run here. Its tolerances are the small
+preset's, not re-measured at d = 400, where the SGD–theory gaps should be smaller).
 """
 
 from __future__ import annotations
