@@ -466,31 +466,51 @@ def bench(
     torch_reference: Annotated[
         bool, typer.Option("--torch/--no-torch", help="time the PyTorch eager reference")
     ] = True,
+    family: Annotated[
+        str, typer.Option(help="aim (simulator), aim-theory (hierarchy and flow), or all")
+    ] = "aim",
 ) -> None:
-    """Benchmark tied AIM online SGD against matmul peak and a PyTorch eager loop."""
-    from attndyn.bench.aim import run_benchmark
+    """Benchmarks (BENCHMARKS.md): the simulator against matmul peak and PyTorch, the theory
+    against the simulator. Every JSON row carries its ``family``."""
+    if family not in ("aim", "aim-theory", "all"):
+        raise InputError(f"invalid value for 'family': must be aim, aim-theory or all ({family!r})")
+    rows: list[dict] = []
+    if family in ("aim", "all"):
+        from attndyn.bench.aim import run_benchmark
 
-    rows = run_benchmark(quick=quick, torch_reference=torch_reference, log=not as_json)
+        sim_rows = run_benchmark(quick=quick, torch_reference=torch_reference, log=not as_json)
+        rows += [{"family": "aim", **row} for row in sim_rows]
+    if family in ("aim-theory", "all"):
+        from attndyn.bench.theory import run_theory_benchmark
+
+        rows += run_theory_benchmark(quick=quick)
     if as_json:
         print(json.dumps(_json_safe(rows)))
         return
-    table = Table(title="tied AIM online SGD, softmax output, L = 2, 8 seeds")
-    cols = [
+    for fam in dict.fromkeys(row["family"] for row in rows):
+        selected = [row for row in rows if row["family"] == fam]
+        cols = BENCH_COLUMNS[fam]
+        table = Table(title=f"benchmark: {fam}")
+        for col in cols:
+            table.add_column(col, justify="right")
+        for row in selected:
+            table.add_row(*[_fmt(row.get(c)) for c in cols])
+        console.print(table)
+
+
+BENCH_COLUMNS = {
+    "aim": [
         "d",
         "batch",
         "samples_per_s",
         "gflops",
         "fraction_of_matmul_peak",
+        "fraction_of_matmul_peak_cpu_time",
         "speedup_vs_torch_eager",
-    ]
-    for col in cols:
-        table.add_column(col, justify="right")
-    for row in rows:
-        table.add_row(*[_fmt(row.get(c)) for c in cols])
-    console.print(table)
-    console.print(
-        f"matmul peak: {rows[0]['matmul_peak_gflops']:.1f} GFLOP/s ({rows[0]['peak_source']})"
-    )
+        "speedup_vs_best_torch",
+    ],
+    "aim-theory": ["name", "d", "horizon", "seconds", "ratio_to_simulator", "target_met"],
+}
 
 
 def _fmt(v) -> str:
