@@ -32,6 +32,22 @@ OutOpt = Annotated[
     str | None,
     typer.Option("--out", help="results folder (default $ATTNDYN_RESULTS or ./attndyn-results)"),
 ]
+SetOpt = Annotated[
+    list[str] | None, typer.Option("--set", help="config field, key=value (repeatable)")
+]
+SeedsOpt = Annotated[int | None, typer.Option(help="number of seeds (same as --set seeds=N)")]
+
+
+def _values(set_: list[str] | None, seeds: int | None = None) -> dict:
+    """Config values from ``--set key=value`` options, with ``--seeds N`` folded in."""
+    from attndyn.core.config import parse_assignments
+
+    values = parse_assignments(set_)
+    if seeds is not None:
+        values["seeds"] = seeds
+    return values
+
+
 SUMMARY = ("loss", "t_1", "q_11", "q_12", "p_12", "pplus_12", "pminus_12", "m_1", "tA_1", "tB_1")
 
 
@@ -57,25 +73,17 @@ def _json_safe(value):
 @app.command()
 def simulate(
     family: Annotated[str, typer.Argument(help="model family, e.g. aim")],
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="config field, key=value (repeatable)")
-    ] = None,
-    seeds: Annotated[
-        int | None, typer.Option(help="number of seeds (same as --set seeds=N)")
-    ] = None,
+    set_: SetOpt = None,
+    seeds: SeedsOpt = None,
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute a stored run")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
     from attndyn.api import make_config, run_config
-    from attndyn.core.config import parse_assignments
     from attndyn.store import Store
 
-    values = parse_assignments(set_)
-    if seeds is not None:
-        values["seeds"] = seeds
-    config = make_config(family, values)
+    config = make_config(family, _values(set_, seeds))
     store = Store(out)
     traj, reused = run_config(family, config, store, force)
     rid = traj.attrs["run_id"]
@@ -109,19 +117,16 @@ def simulate(
 @app.command()
 def predict(
     family: Annotated[str, typer.Argument(help="model family, e.g. aim")],
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="config field, key=value (repeatable)")
-    ] = None,
+    set_: SetOpt = None,
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute a stored theory run")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
 ) -> None:
     """Integrate the theory for one configuration and store it (kind 'theory')."""
     from attndyn.api import make_theory_config, run_theory_config
-    from attndyn.core.config import parse_assignments
     from attndyn.store import Store
 
-    config = make_theory_config(family, parse_assignments(set_))
+    config = make_theory_config(family, _values(set_))
     store = Store(out)
     traj, reused = run_theory_config(family, config, store, force)
     rid = traj.attrs["run_id"]
@@ -162,25 +167,17 @@ def list_() -> None:
 def run(
     name: Annotated[str, typer.Argument(help="experiment name (attndyn list)")],
     preset: Annotated[str, typer.Option(help="small or paper")] = "small",
-    set_: Annotated[
-        list[str] | None, typer.Option("--set", help="config field, key=value (repeatable)")
-    ] = None,
-    seeds: Annotated[
-        int | None, typer.Option(help="number of seeds (same as --set seeds=N)")
-    ] = None,
+    set_: SetOpt = None,
+    seeds: SeedsOpt = None,
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute stored runs")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="exit 1 if any claim fails")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
-    from attndyn.core.config import parse_assignments
     from attndyn.experiments.runner import run_experiment
 
-    overrides = parse_assignments(set_)
-    if seeds is not None:
-        overrides["seeds"] = seeds
-    outcome = run_experiment(name, preset, overrides, out=out, force=force)
+    outcome = run_experiment(name, preset, _values(set_, seeds), out=out, force=force)
     if as_json:
         print(json.dumps(_json_safe(outcome.as_json())))
     else:
