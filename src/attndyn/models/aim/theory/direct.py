@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
+from attndyn.core.ode import integrate
 from attndyn.models.aim.theory.potential import Potential
 
 
@@ -46,17 +46,7 @@ class DirectODE:
     def solve(self, t0, psi0, omega0, times, rtol=1e-8) -> dict[str, np.ndarray]:
         """Observables t_k, Psi_kl, Omega_kl (and q, p, pPsi, pOmega, pplus, pminus) at times."""
         y0 = np.concatenate([np.asarray(t0, float), np.ravel(psi0), np.ravel(omega0)])
-        sol = solve_ivp(
-            self.rhs,
-            (0.0, float(times[-1])),
-            y0,
-            method="DOP853",
-            t_eval=times,
-            rtol=rtol,
-            atol=rtol * 1e-2,
-        )
-        y = np.full((len(y0), len(times)), np.nan)
-        y[:, : sol.y.shape[1]] = sol.y
+        y = integrate(self.rhs, y0, times, rtol=rtol)
         K = self.potential.K
         tk = y[:K]
         psi = y[K : K + K * K].reshape(K, K, -1)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
+from attndyn.core.ode import integrate
 from attndyn.models.aim.observables import canonical_words
 
 
@@ -144,17 +144,13 @@ class TiedHierarchy:
             return float(vals[0] + CONE_TOL * max(vals[-1], 0.0))
 
         blow_up.terminal = cone_exit.terminal = True
-        sol = solve_ivp(
+        values = integrate(
             self._scaled_rhs if self.weight_decay > 0 else self.rhs,
-            (0.0, float(times[-1])),
             mu0,
-            method="DOP853",
-            t_eval=times,
+            times,
             rtol=rtol,
-            atol=rtol * 1e-2,
             events=[blow_up, cone_exit],
         )
-        values = _complete(sol, times)
         if self.weight_decay > 0:
             values = values * np.exp(-np.outer(decay, times))
         return {name: values[i] for i, name in enumerate(self.names)}
@@ -163,13 +159,6 @@ class TiedHierarchy:
 CONE_TOL = 1e-2
 """The hierarchy stops when the smallest eigenvalue of q falls below −CONE_TOL × the largest:
 such a truncation is not admissible (Thm 2) and is wrong by at least that much."""
-
-
-def _complete(sol, times: np.ndarray) -> np.ndarray:
-    """Solution at ``times``; NaN beyond the point where the solver stopped (blow-up)."""
-    out = np.full((sol.y.shape[0], len(times)), np.nan)
-    out[:, : sol.y.shape[1]] = sol.y
-    return out
 
 
 @dataclass
@@ -197,14 +186,5 @@ class MatrixFlow:
                 dS[k] = -(acc @ S[k] + S[k] @ acc) - 0.5 * self.weight_decay * S[k]
             return dS.reshape(-1)
 
-        sol = solve_ivp(
-            rhs,
-            (0.0, float(times[-1])),
-            S0.reshape(-1),
-            method="RK45",
-            t_eval=times,
-            rtol=rtol,
-            atol=rtol * 1e-2,
-        )
-        values = _complete(sol, times)
+        values = integrate(rhs, S0.reshape(-1), times, rtol=rtol, method="RK45")
         return values.T.reshape(len(times), K, d, d)

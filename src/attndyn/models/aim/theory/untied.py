@@ -48,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.integrate import solve_ivp
 
+from attndyn.core.ode import integrate
 from attndyn.models.aim.theory.potential import Potential
 
 # --------------------------------------------------------------------------------------------
@@ -514,17 +515,7 @@ class UntiedHierarchy:
     def solve(self, mu0, means: MeanDynamics, times, rtol=1e-8, d=None) -> dict[str, np.ndarray]:
         """Integrate from ``mu0`` at slow ``times``; NaN after the solver stops (the truncated
         hierarchy can leave the admissible domain in finite time when γ = 0)."""
-        sol = solve_ivp(
-            lambda tau, mu: self.rhs(mu, means, d),
-            (0.0, float(times[-1])),
-            mu0,
-            method="DOP853",
-            t_eval=times,
-            rtol=rtol,
-            atol=rtol * 1e-2,
-        )
-        y = np.full((len(mu0), len(times)), np.nan)
-        y[:, : sol.y.shape[1]] = sol.y
+        y = integrate(lambda tau, mu: self.rhs(mu, means, d), mu0, times, rtol=rtol)
         return {name: y[i] for i, name in enumerate(self.names)}
 
 
