@@ -29,9 +29,9 @@ Errors are max over t₁, q₁₁, q₁₂ of |truncation − reference|.
 Presets: ``small`` d = 96, M = 2..6, 4 seeds (1:40 wall, 61 s CPU, measured with ``--strict`` on
 two cores shared with other jobs); ``paper``
 d = 400, lr 0.01 and batch 512 read as a batch mean (α_d = 0.01/512 per sample, aim_d3_notes.md),
-M = 2..8, t ≤ 3 (estimated 30 minutes on two cores from the simulator's throughput, ~70 GFLOP/s:
-1.1e5 GFLOP of SGD at d = 400, 4 seeds, two regimes; not run here. Its tolerances are the small
-preset's, not re-measured at d = 400, where the SGD–theory gaps should be smaller).
+M = 2..8, t ≤ 3 (38 minutes measured on two cores shared with other jobs, 37 of them SGD at
+d = 400; all claims pass: ratios 0.24 and 0.22, horizon t ≈ 1.23, SGD gaps 1.0e-3, 2.0e-4,
+flow gap 1.5e-3, tolerances about 3× those).
 """
 
 from __future__ import annotations
@@ -101,6 +101,10 @@ class AIMTruncation(Experiment):
             "truncations": [2, 3, 4, 5, 6, 7, 8],
             "t_max": 3.0,
             "records": 60,
+            # measured: 1.0e-3, 2.0e-4, 1.5e-3
+            "sgd_tol": 0.003,
+            "sgd_tol_large": 0.001,
+            "flow_tol": 0.005,
         },
     }
 
