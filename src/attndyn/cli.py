@@ -225,6 +225,15 @@ def demo(
     print(f'query them:     attndyn query --out {result.root} "SELECT * FROM runs"')
 
 
+def _emit_machine_readable(frame, as_json: bool, as_csv: bool) -> bool:
+    """Print ``frame`` as a JSON list of row objects or as CSV; False if neither was asked."""
+    if as_json:
+        print(json.dumps(json.loads(frame.to_json(orient="records", date_format="iso"))))
+    elif as_csv:
+        sys.stdout.write(frame.to_csv(index=False))
+    return as_json or as_csv
+
+
 @app.command()
 def query(
     sql: Annotated[str, typer.Argument(help="SQL over the views runs and observables")],
@@ -244,11 +253,8 @@ def query(
         frame = res.query(sql)
     except duckdb.Error as exc:
         raise InputError(f"invalid SQL: {str(exc).splitlines()[0]}") from None
-    if as_json:
-        rows = json.loads(frame.to_json(orient="records", date_format="iso"))
-        print(json.dumps(rows))
-    elif as_csv:
-        sys.stdout.write(frame.to_csv(index=False))
+    if _emit_machine_readable(frame, as_json, as_csv):
+        return
     else:
         table = Table()
         for col in frame.columns:
@@ -362,12 +368,7 @@ def runs(
         frame = con.execute(f"SELECT * FROM runs{cond} ORDER BY created, run_id", params).df()
     except duckdb.Error as exc:
         raise InputError(f"invalid --where: {str(exc).splitlines()[0]}") from None
-    if as_json:
-        rows = json.loads(frame.to_json(orient="records", date_format="iso"))
-        print(json.dumps(rows))
-        return
-    if as_csv:
-        sys.stdout.write(frame.to_csv(index=False))
+    if _emit_machine_readable(frame, as_json, as_csv):
         return
     fixed = ["run_id", "family", "experiment", "status", "n_diverged", "wall_s", "created"]
     config_cols = [
