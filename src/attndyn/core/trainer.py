@@ -36,7 +36,8 @@ class Problem:
     ``init(key) -> (params, state)``: trainable parameter groups and fixed state (e.g. the teacher).
     ``sample(key) -> batch``: one fresh batch. ``loss(params, state, batch) -> scalar`` (batch mean).
     ``observe(params, state) -> {name: scalar}``: observables at a record point.
-    ``lr``: step size η_g per group; ``weight_decay``: λ_g per group (0 if absent);
+    ``lr``: step size η_g per top-level group (an array or a dict of arrays);
+    ``weight_decay``: λ_g per group (0 if absent);
     ``schedule``: s_g per group (constant if absent).
     ``time_per_sample``: macroscopic time per sample; ``extra_times``: other time axes per sample.
     """
@@ -80,13 +81,16 @@ def make_step(problem: Problem) -> Callable:
             eta = problem.lr[g]
             if g in problem.schedule:
                 eta = eta * problem.schedule[g](k)
-            grad = grads[g]
             lam = problem.weight_decay.get(g, 0.0)
-            if lam:
-                grad = grad + lam * theta
-            new[g] = theta - jnp.asarray(eta, theta.dtype) * grad
+
+            def update(theta, grad, eta=eta, lam=lam):
+                if lam:
+                    grad = grad + lam * theta
+                return theta - jnp.asarray(eta, theta.dtype) * grad
+
+            new[g] = jax.tree.map(update, theta, grads[g])  # a group may be a dict of arrays
         finite = jnp.isfinite(loss)
-        for theta in new.values():
+        for theta in jax.tree.leaves(new):
             finite &= jnp.isfinite(jnp.sum(theta))
         bad = (div < 0) & ~finite
         div = jnp.where(bad, k, div)
