@@ -1,5 +1,7 @@
 """The generic trainer on toy problems whose trajectories are known exactly."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -57,3 +59,44 @@ def test_diverged_seed_is_marked_frozen_and_run_completes():
     au = a[unstable].astype(np.float64)
     k_overflow = 0.5 * np.log(2 * 3.4e38 / au) / np.log(np.abs(1 - au))
     assert np.all(np.abs(res.diverged_step[unstable] - k_overflow) <= 3)
+
+
+def test_custom_value_and_grad_replaces_autodiff():
+    """With ``value_and_grad`` given, the step uses its gradient, not ∇loss: a supplied gradient
+    of 2w (while ``loss`` would give a w) yields w_k = (1 − 2η)^k exactly."""
+    base = quadratic_problem(lr=0.1)
+    problem = dataclasses.replace(
+        base,
+        value_and_grad=lambda p, s, batch: (jnp.zeros(()), {"w": 2.0 * p["w"]}),
+    )
+    res = train(problem, np.array([0, 3, 10]), np.array([0, 1]))
+    expected = np.array([1.0, 0.8**3, 0.8**10])
+    np.testing.assert_allclose(res.observables["w"], np.tile(expected, (2, 1)), rtol=1e-6)
+
+
+def test_projection_after_each_step():
+    """Projected GD on the unit circle: ascent on ⟨w, e1⟩ from angle φ0 via
+    w ← (w + η e1)/‖w + η e1‖, compared with the same recursion computed in numpy."""
+
+    def init(key):
+        phi = 2.0
+        return {"w": jnp.array([np.cos(phi), np.sin(phi)], jnp.float32)}, {}
+
+    problem = Problem(
+        init=init,
+        sample=lambda key: jnp.zeros(()),
+        loss=lambda p, s, batch: -p["w"][0],
+        observe=lambda p, s: {"w0": p["w"][0], "norm": jnp.linalg.norm(p["w"])},
+        lr={"w": 0.3},
+        project=lambda p: {"w": p["w"] / jnp.linalg.norm(p["w"])},
+    )
+    res = train(problem, np.array([0, 1, 4, 12]), np.array([0]))
+    w = np.array([np.cos(2.0), np.sin(2.0)])
+    expected = [w[0]]
+    for k in range(12):
+        w = w + 0.3 * np.array([1.0, 0.0])
+        w = w / np.linalg.norm(w)
+        if k + 1 in (1, 4, 12):
+            expected.append(w[0])
+    np.testing.assert_allclose(res.observables["w0"][0], expected, rtol=1e-5)
+    np.testing.assert_allclose(res.observables["norm"][0], 1.0, rtol=1e-6)

@@ -40,6 +40,10 @@ class Problem:
     ``weight_decay``: λ_g per group (0 if absent);
     ``schedule``: s_g per group (constant if absent).
     ``time_per_sample``: macroscopic time per sample; ``extra_times``: other time axes per sample.
+    ``value_and_grad(params, state, batch) -> (loss, grads)``: optional replacement of
+    ``jax.value_and_grad(loss)`` (an analytic or streamed gradient); ``loss`` is then unused by
+    the step. ``project(params) -> params``: optional map applied after every update (e.g. the
+    normalisation of projected SGD onto a sphere); identity when absent.
     """
 
     init: Callable[[jax.Array], tuple[Params, Any]]
@@ -52,6 +56,8 @@ class Problem:
     weight_decay: Mapping[str, float] = field(default_factory=dict)
     schedule: Mapping[str, Schedule] = field(default_factory=dict)
     extra_times: Mapping[str, float] = field(default_factory=dict)
+    value_and_grad: Callable[[Params, Any, Any], tuple[jax.Array, Params]] | None = None
+    project: Callable[[Params], Params] | None = None
 
 
 @dataclass
@@ -71,11 +77,16 @@ def seed_keys(seeds: np.ndarray) -> tuple[jax.Array, jax.Array]:
 
 
 def make_step(problem: Problem) -> Callable:
-    """One SGD step for one seed: (params, diverged_step, state, data_key, k) -> (params, div)."""
+    """One SGD step for one seed: (params, diverged_step, state, data_key, k) -> (params, div).
+
+    θ ← Π(θ − η s(k)(∇L + λθ)) with ∇L from ``problem.value_and_grad`` when given and Π =
+    ``problem.project`` (identity when absent)."""
+
+    value_and_grad = problem.value_and_grad or jax.value_and_grad(problem.loss)
 
     def step(params, div, state, data_key, k):
         batch = problem.sample(jax.random.fold_in(data_key, k))
-        loss, grads = jax.value_and_grad(problem.loss)(params, state, batch)
+        loss, grads = value_and_grad(params, state, batch)
         new = {}
         for g, theta in params.items():
             eta = problem.lr[g]
@@ -89,6 +100,8 @@ def make_step(problem: Problem) -> Callable:
                 return theta - jnp.asarray(eta, theta.dtype) * grad
 
             new[g] = jax.tree.map(update, theta, grads[g])  # a group may be a dict of arrays
+        if problem.project is not None:
+            new = problem.project(new)
         finite = jnp.isfinite(loss)
         for theta in jax.tree.leaves(new):
             finite &= jnp.isfinite(jnp.sum(theta))
