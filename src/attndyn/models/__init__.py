@@ -13,7 +13,7 @@ from types import ModuleType
 from attndyn.errors import InputError
 
 FAMILIES = {"aim": "attndyn.models.aim"}
-THEORIES = {"aim": "attndyn.models.aim.theory"}
+THEORIES = {"aim": "attndyn.models.aim.theory", "circuits": "attndyn.models.circuits.theory"}
 
 
 def get_family(name: str) -> ModuleType:
