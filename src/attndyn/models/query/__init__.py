@@ -1,0 +1,186 @@
+"""Single-query softmax attention learned by projected SGA (arXiv 2606.22406, Truong).
+
+Reconstruction of the digest ``research/softmax_query.md`` §2 (the paper's body was not
+available): the query q maximises E‖a(q; X)‖², a = Σ softmax(β⟨q, x_i⟩) x_i, over tokens carrying
+a latent direction u; the claim is that q → ±u. ``build(config)`` returns the trainer's
+:class:`~attndyn.core.trainer.Problem` (analytic gradient, sphere projection); ``simulate`` runs
+it and returns a Trajectory whose ``time`` counts SGA steps, with the extra time axis
+``ode_time`` = Σ_{j<k} η_j (the limiting ODE's time, digest §3) and observables
+
+- ``overlap`` m = ⟨q, u⟩/‖q‖ and ``alignment`` |m|;
+- ``q_norm`` ‖q‖ and ``perp_norm`` ‖P_⊥ q‖ = ‖q − ⟨q, u⟩u‖;
+- ``objective``: mean ‖a‖² over ``eval_samples`` fixed samples (the same keys at every record).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.core.config import canonical
+from attndyn.core.grids import record_steps
+from attndyn.core.schedules import inverse_power
+from attndyn.core.trainer import Problem, train
+from attndyn.core.trajectory import make_trajectory
+from attndyn.models.query import model
+from attndyn.models.query.config import QueryConfig
+
+NAME = "query"
+Config = QueryConfig
+
+__all__ = ["NAME", "Config", "QueryConfig", "build", "simulate", "token_spec", "ode_times"]
+
+
+def token_spec(config: QueryConfig, n_seeds: int | None = None) -> model.TokenSpec:
+    """The static token description; resolves ``stream='auto'`` with the memory the whole
+    route would need for ``n_seeds`` (default ``config.seeds``) × ``batch`` samples."""
+    n_seeds = config.seeds if n_seeds is None else n_seeds
+    itemsize = 8 if config.dtype == "float64" else 4
+    whole_mb = n_seeds * config.batch * config.n_tokens * config.d * itemsize / 2**20
+    stream = config.stream
+    if stream == "auto":
+        stream = "whole" if whole_mb <= config.max_token_mb else "chunked"
+    return model.TokenSpec(
+        d=config.d,
+        n_informative=config.n_informative,
+        n_nuisance=config.n_nuisance,
+        theta=config.theta,
+        sigma=config.sigma_eff,
+        beta=config.beta_eff,
+        sign_mode=config.sign_mode,
+        dtype=config.dtype,
+        chunk_tokens=None if stream == "whole" else config.chunk,
+    )
+
+
+def _unit(v: jax.Array) -> jax.Array:
+    return v / jnp.linalg.norm(v)
+
+
+def init_query(key: jax.Array, u: jax.Array, config: QueryConfig) -> jax.Array:
+    """q₀ uniform on the sphere of radius ``init_norm``, or with overlap ``init_overlap`` exactly
+    (q₀ = r(m₀u + √(1 − m₀²) v), v uniform on the unit sphere of u^⊥)."""
+    g = jax.random.normal(key, u.shape, u.dtype)
+    if config.init_overlap is None:
+        return config.init_norm * _unit(g)
+    v = _unit(g - (g @ u) * u)
+    m0 = config.init_overlap
+    return config.init_norm * (m0 * u + np.sqrt(1.0 - m0 * m0) * v)
+
+
+def observe(q: jax.Array, u: jax.Array) -> dict[str, jax.Array]:
+    """Order parameters: overlap m, alignment |m|, ‖q‖, ‖P_⊥q‖ (digest checklist item 6)."""
+    norm = jnp.linalg.norm(q)
+    along = q @ u
+    return {
+        "overlap": along / norm,
+        "alignment": jnp.abs(along) / norm,
+        "q_norm": norm,
+        "perp_norm": jnp.linalg.norm(q - along * u),
+    }
+
+
+def build(config: QueryConfig, n_seeds: int | None = None) -> Problem:
+    """The SGA problem as pure functions: ascent on ‖a‖² is descent on −‖a‖², with the analytic
+    (whole or streamed) gradient and the sphere normalisation as the trainer's hooks."""
+    dtype = jnp.dtype(config.dtype)
+    d, B = config.d, config.batch
+    spec = token_spec(config, n_seeds)
+    eval_n = config.eval_samples
+
+    def init(key):
+        k_u, k_q, k_eval = jax.random.split(key, 3)
+        if config.latent == "e1":
+            u = jnp.zeros((d,), dtype).at[0].set(1.0)
+        else:
+            u = _unit(jax.random.normal(k_u, (d,), dtype))
+        return {"q": init_query(k_q, u, config)}, {"u": u, "eval_key": k_eval}
+
+    def sample(key):
+        return jax.random.split(key, B)
+
+    def value_and_grad(params, state, keys):
+        obj, grad = jax.vmap(
+            lambda k: model.sample_objective_and_grad(params["q"], k, state["u"], spec)
+        )(keys)
+        return -jnp.mean(obj), {"q": -jnp.mean(grad, axis=0)}
+
+    def loss(params, state, keys):
+        obj = jax.vmap(lambda k: model.sample_objective(params["q"], k, state["u"], spec))(keys)
+        return -jnp.mean(obj)
+
+    def observe_fn(params, state):
+        obs = observe(params["q"], state["u"])
+        if eval_n > 0:
+            keys = jax.random.split(state["eval_key"], eval_n)
+            obj = jax.lax.map(
+                lambda k: model.sample_objective(params["q"], k, state["u"], spec), keys
+            )
+            obs["objective"] = jnp.mean(obj)
+        return obs
+
+    project = None
+    if config.constraint == "sphere":
+        project = lambda p: {"q": _unit(p["q"])}  # noqa: E731
+
+    schedule = {}
+    if config.schedule == "robbins-monro":
+        schedule = {"q": inverse_power(config.k0, config.gamma)}
+    return Problem(
+        init=init,
+        sample=sample,
+        loss=loss,
+        observe=observe_fn,
+        lr={"q": config.eta},
+        batch=B,
+        weight_decay={"q": config.l2},
+        schedule=schedule,
+        value_and_grad=value_and_grad,
+        project=project,
+    )
+
+
+def step_sizes(config: QueryConfig, k: np.ndarray) -> np.ndarray:
+    """η_k in float64: η·(k0/(k + k0))^γ (Robbins–Monro) or η."""
+    k = np.asarray(k, dtype=np.float64)
+    if config.schedule == "constant":
+        return np.full_like(k, config.eta)
+    return config.eta * (config.k0 / (k + config.k0)) ** config.gamma
+
+
+def ode_times(config: QueryConfig, steps: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """t_K = Σ_{j<K} η_j at each record step K, summed exactly in float64 (digest §3: the
+    mean-field ODE's time is the cumulative step size)."""
+    out = np.empty(len(steps), dtype=np.float64)
+    total, k = 0.0, 0
+    for i, target in enumerate(np.asarray(steps, dtype=np.int64)):
+        while k < target:
+            stop = min(int(target), k + block)
+            total += float(np.sum(step_sizes(config, np.arange(k, stop))))
+            k = stop
+        out[i] = total
+    return out
+
+
+def simulate(config: QueryConfig, seeds=None):
+    """Run the seeds (``config.seed`` … or the explicit list ``seeds``) and return the
+    Trajectory (dims seed × time; time = SGA steps; coordinate ``ode_time``)."""
+    steps = record_steps(config.total_steps, config.records, config.grid)
+    if seeds is None:
+        seeds = np.arange(config.seed, config.seed + config.seeds)
+    seeds = np.asarray(seeds, dtype=np.int64)
+    with jax.enable_x64(config.dtype == "float64"):
+        problem = build(config, n_seeds=len(seeds))
+        result = train(problem, steps, seeds)
+    return make_trajectory(
+        result.observables,
+        time=steps.astype(np.float64),
+        samples=steps * problem.batch,
+        step=steps,
+        seeds=seeds,
+        diverged_step=result.diverged_step,
+        extra_times={"ode_time": ode_times(config, steps)},
+        family=NAME,
+        config=canonical(config),
+    )

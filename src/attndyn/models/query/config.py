@@ -1,0 +1,137 @@
+"""Configuration of the single-query softmax-attention simulator (arXiv 2606.22406, Truong).
+
+The paper's body was not available; the model is the reconstruction of the digest
+``research/softmax_query.md`` §2, and every choice the digest marks [I] is a field here. The
+defaults and the reasons for them are listed in docs/query.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from attndyn.core.config import RunConfig
+
+BLOCK = 128
+"""Tokens are drawn in blocks of ``min(BLOCK, n)`` rows, block b from ``fold_in(key, b)``, so
+the tokens of a sample do not depend on how they are streamed (see model.py)."""
+
+
+class QueryConfig(RunConfig):
+    """Projected stochastic gradient *ascent* on ‖a(q; X)‖², a(q; X) = Σ softmax(β⟨q, x_i⟩) x_i.
+
+    Tokens (digest §2): latent unit u; n_I informative x_i = θ ξ_i u + z_i, n_N nuisance x_j = z_j,
+    z ~ N(0, σ² I_d), ξ a Rademacher sign per sequence, per token, or ξ = 1. Step (digest §2):
+    q ← Π(q + η_k ĝ) with ĝ the mini-batch mean of ∇_q‖a‖², Π the normalisation onto the unit
+    sphere (or the identity), η_k = η (k0/(k + k0))^γ (Robbins–Monro) or η. The time axis counts
+    SGA steps (``t_max`` is the number of steps); ``ode_time`` = Σ_{j<k} η_j is the limiting
+    ODE's time.
+    """
+
+    t_max: float = Field(
+        2000, gt=0, description="number of SGA steps (the 'time' axis counts steps)"
+    )
+    d: int = Field(20, ge=2, le=65_536, description="token dimension")
+    n_informative: int = Field(20, ge=0, le=1_000_000, description="informative tokens n_I")
+    n_nuisance: int = Field(200, ge=0, le=10_000_000, description="nuisance tokens n_N")
+    theta: float = Field(1.0, ge=0, description="signal strength θ")
+    sigma: float = Field(1.0, gt=0, description="noise scale σ (see noise_scaling)")
+    noise_scaling: Literal["unit", "inv_d"] = Field(
+        "unit", description="z ~ N(0, σ² I_d) (unit) or N(0, σ²/d · I_d) (inv_d)"
+    )
+    beta: float = Field(1.0, gt=0, description="softmax inverse temperature (see beta_scaling)")
+    beta_scaling: Literal["none", "inv_sqrt_d"] = Field(
+        "none", description="effective β = beta (none) or beta/√d (inv_sqrt_d)"
+    )
+    sign_mode: Literal["sequence", "token", "none"] = Field(
+        "sequence",
+        description="ξ: one Rademacher sign per sequence, one per informative token, or ξ = 1",
+    )
+    latent: Literal["random", "e1"] = Field(
+        "random",
+        description="u uniform on the sphere per seed (random) or u = e_1; the law of every "
+        "observable is the same (rotation invariance) when init is rotation invariant",
+    )
+    constraint: Literal["sphere", "unconstrained"] = Field(
+        "sphere", description="Π = normalisation onto the unit sphere, or Π = identity"
+    )
+    l2: float = Field(0.0, ge=0, description="unconstrained only: maximise ‖a‖² − (l2/2)‖q‖²")
+    schedule: Literal["robbins-monro", "constant"] = Field(
+        "robbins-monro", description="η_k = eta0·(k0/(k+k0))^gamma, or η_k = eta0"
+    )
+    eta0: float = Field(
+        0.5, gt=0, description="step size at k = 0 (times 1/d for lr_scaling=inv_d)"
+    )
+    k0: float = Field(100.0, gt=0, description="Robbins–Monro offset k0")
+    gamma: float = Field(1.0, description="Robbins–Monro exponent, in (1/2, 1]")
+    lr_scaling: Literal["none", "inv_d"] = Field(
+        "none", description="step sizes as given (none) or divided by d (inv_d)"
+    )
+    batch: int = Field(8, ge=1, le=65_536, description="samples (sequences) per SGA step")
+    init_overlap: float | None = Field(
+        None,
+        description="initial m = ⟨q,u⟩/‖q‖ set exactly (direction ⊥ u uniform); None: q "
+        "uniform on the sphere",
+    )
+    init_norm: float = Field(1.0, gt=0, description="unconstrained only: initial ‖q‖")
+    stream: Literal["auto", "whole", "chunked"] = Field(
+        "auto",
+        description="whole: draw a sample's tokens once and keep them (one draw, fastest); "
+        "chunked: two passes over chunks regenerated from the same keys (memory chunk·d); "
+        "auto: whole when seeds·batch·n·d values fit in max_token_mb",
+    )
+    chunk: int = Field(
+        2048, ge=BLOCK, description="tokens per chunk when streaming (multiple of 128)"
+    )
+    max_token_mb: float = Field(
+        1024.0, gt=0, description="stream=auto: largest token memory (MB) for the whole route"
+    )
+    eval_samples: int = Field(
+        8,
+        ge=0,
+        le=4096,
+        description="fixed samples (same keys at every record) for the 'objective' observable; "
+        "0 disables it",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> QueryConfig:
+        if not 0.5 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in (1/2, 1] (Robbins–Monro); got {self.gamma}")
+        if self.n_informative + self.n_nuisance < 1:
+            raise ValueError("n_informative + n_nuisance must be >= 1")
+        if self.chunk % BLOCK:
+            raise ValueError(f"chunk must be a multiple of {BLOCK}; got {self.chunk}")
+        if self.init_overlap is not None and not -1.0 <= self.init_overlap <= 1.0:
+            raise ValueError(f"init_overlap must be in [-1, 1]; got {self.init_overlap}")
+        if self.constraint == "sphere":
+            if self.l2 != 0:
+                raise ValueError("l2 needs constraint='unconstrained' (on the sphere it is void)")
+            if self.init_norm != 1.0:
+                raise ValueError("init_norm needs constraint='unconstrained' (sphere: ‖q‖ = 1)")
+        return self
+
+    @property
+    def n_tokens(self) -> int:
+        return self.n_informative + self.n_nuisance
+
+    @property
+    def sigma_eff(self) -> float:
+        """Standard deviation of each noise coordinate."""
+        return self.sigma / math.sqrt(self.d) if self.noise_scaling == "inv_d" else self.sigma
+
+    @property
+    def beta_eff(self) -> float:
+        """The β multiplying ⟨q, x⟩ in the softmax."""
+        return self.beta / math.sqrt(self.d) if self.beta_scaling == "inv_sqrt_d" else self.beta
+
+    @property
+    def eta(self) -> float:
+        """Base step size η (η_k = η·s(k))."""
+        return self.eta0 / self.d if self.lr_scaling == "inv_d" else self.eta0
+
+    @property
+    def total_steps(self) -> int:
+        return max(1, int(math.ceil(self.t_max)))
