@@ -1,3 +1,93 @@
-"""QK/OV circuits toy of Vashisht & Ramaswamy (ICML 2026, arXiv 2608.06776); see docs/circuits.md."""
+"""QK/OV circuits toy of Vashisht & Ramaswamy, "Faster Query-Key Learning Sharpens Attention in
+Self-Attention Models" (ICML 2026, arXiv 2608.06776); see docs/circuits.md and qkov.md.
+
+``build(config)`` returns the trainer's :class:`~attndyn.core.trainer.Problem` (SGD, a fresh
+batch per step, groups ``qk`` with η_QK = ratio·lr (times the QK schedule) and ``ov`` with
+η_OV = lr); ``simulate(config)`` runs it and returns a Trajectory whose time axis is the SGD step.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.core.config import canonical
+from attndyn.core.grids import record_steps
+from attndyn.core.schedules import linear_ramp
+from attndyn.core.trainer import Problem, train
+from attndyn.core.trajectory import make_trajectory
+from attndyn.models.circuits import data, model
+from attndyn.models.circuits.config import CircuitsConfig
+from attndyn.models.circuits.observables import attention_observables, circuit_observables
 
 NAME = "circuits"
+Config = CircuitsConfig
+
+__all__ = ["NAME", "Config", "CircuitsConfig", "build", "simulate", "test_set"]
+
+
+def test_set(cfg: CircuitsConfig):
+    """The fixed test set: ``test_size`` sequences from PRNGKey(test_seed), identical for every
+    seed and disjoint from the training streams' keys."""
+    return data.sample_batch(jax.random.PRNGKey(cfg.test_seed), cfg, cfg.test_size)
+
+
+def build(config: CircuitsConfig) -> Problem:
+    """The circuits training problem as pure functions for the trainer."""
+    dtype = jnp.dtype(config.dtype)
+    scale = config.scale
+
+    def init(key):
+        params = model.init_params(key, config, dtype)
+        tokens, labels = test_set(config)
+        return params, {"tokens": tokens, "labels": labels}
+
+    def sample(key):
+        return data.sample_batch(key, config, config.batch)
+
+    def loss(params, state, batch):
+        return model.loss(params, batch[0], batch[1], scale)
+
+    def observe(params, state):
+        obs = circuit_observables(params, config)
+        obs.update(attention_observables(params, state["tokens"], state["labels"], config))
+        return obs
+
+    schedule = {}
+    if config.qk_schedule == "linear":
+        ramp = linear_ramp(config.qk_ramp_start, config.qk_ramp_end, config.total_steps)
+        schedule["qk"] = ramp
+    return Problem(
+        init=init,
+        sample=sample,
+        loss=loss,
+        observe=observe,
+        lr={"qk": config.lr_qk, "ov": config.lr},
+        schedule=schedule,
+        batch=config.batch,
+        time_per_sample=1.0 / config.batch,
+    )
+
+
+def simulate(config: CircuitsConfig, seeds=None):
+    """Run ``config.seeds`` seeds (or the explicit ``seeds``) and return the Trajectory (dims
+    seed × time, time = SGD steps)."""
+    steps = record_steps(config.total_steps, config.records, config.grid)
+    if seeds is None:
+        seeds = np.arange(config.seed, config.seed + config.seeds)
+    seeds = np.asarray(seeds, dtype=np.int64)
+    with jax.enable_x64(config.dtype == "float64"):
+        problem = build(config)
+        result = train(problem, steps, seeds)
+    samples = steps * problem.batch
+    return make_trajectory(
+        result.observables,
+        time=steps.astype(np.float64),
+        samples=samples,
+        step=steps,
+        seeds=seeds,
+        diverged_step=result.diverged_step,
+        family=NAME,
+        config=canonical(config),
+    )

@@ -1,0 +1,135 @@
+"""Circuit and attention observables of the circuits toy (qkov.md §5.3, §6).
+
+Circuits (computed at record points from the parameters):
+
+- W_QK and W_OV are kept as products A B (A = W_qᵀ, B = W_k; A = W_P, B = W_V) and analysed
+  through their small core, as TransformerLens' FactoredMatrix: A = Q_A R_A, Bᵀ = Q_B R_B (QR),
+  so A B = Q_A (R_A R_Bᵀ) Q_Bᵀ and the singular values of A B are those of the k×k core
+  R_A R_Bᵀ (k the inner dimension). Collapsed circuits use their matrix directly.
+  ``{c}_sv1..`` top singular values, ``{c}_fro`` = ‖W‖_F, ``{c}_erank`` = the entropy effective
+  rank exp(−Σ p_i log p_i), p_i = σ_i/Σσ (Roy & Vetterli 2007).
+- ``{c}_balance`` = ‖AᵀA − BBᵀ‖_F and ``{c}_balance_rel`` = that over max(‖AᵀA‖_F, ‖BBᵀ‖_F)
+  (the notebooks' Δ), factorised circuits only. Gradient flow conserves AᵀA/η_A − BBᵀ/η_B
+  (qkov.md §5.3); both factors of a circuit share one step size here (also under the QK ramp,
+  which only reparameterises time), so AᵀA − BBᵀ itself is the conserved quantity.
+- ``qk_gap``: scale·(mean over classes c of mean_{j distinct of c} W_QK[q_c, j] −
+  mean_{j common} W_QK[q_c, j]), the score advantage of relevant tokens (≈ μ_QK of the reduced
+  ODE, §5.1 [R]); ``ov_gap``: mean over c of mean_{j distinct of c} (W_OV[label_c, j] −
+  mean_{l ≠ c} W_OV[label_l, j]), the OV logit margin a distinct token carries.
+
+Attention on the fixed test set (§6): per sequence the distinct-token mass Σ_{j: x_j relevant} a_j
+and the probability of the correct token; ``attn_distinct`` (mean mass), ``frac_sharp`` (fraction
+with mass ≥ sharp_threshold, 0.6 by default), ``hist_a{i}_p{j}`` the Fig.-2 5×5 histogram in % of
+sequences (mass bin i, probability bin j, edges 0, .2, .4, .6, .8, 1; the value 1 falls in the
+last bin), ``separability`` (mean of max_{distinct j} a_j − min_{other j} a_j, the query position
+counting as "other" as in the code's ``inputs > 9``), ``attn_entropy`` (mean −Σ a log a, nats; an
+extra, not in the code), ``prob_correct``, ``loss`` (test cross-entropy), ``accuracy``.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.models.circuits import model
+from attndyn.models.circuits.data import relevant_mask
+
+BINS = 5
+
+
+def factored_svals(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
+    """Singular values of A B (A: n×k, B: k×m) from the k×k core R_A R_Bᵀ, descending."""
+    _, r_a = jnp.linalg.qr(a)
+    _, r_b = jnp.linalg.qr(b.T)
+    return jnp.linalg.svd(r_a @ r_b.T, compute_uv=False)
+
+
+def effective_rank(s: jnp.ndarray) -> jnp.ndarray:
+    """exp(entropy of σ/Σσ) (Roy & Vetterli 2007); 1 for rank one, k for k equal values."""
+    p = s / jnp.maximum(jnp.sum(s), jnp.finfo(s.dtype).tiny)
+    ent = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
+    return jnp.exp(ent)
+
+
+def factors(params: dict) -> dict[str, tuple]:
+    """{circuit: (A, B)} for factorised circuits, {circuit: (W,)} for collapsed ones."""
+    qk, ov = params["qk"], params["ov"]
+    return {
+        "qk": (qk["Wq"].T, qk["Wk"]) if "Wq" in qk else (qk["Wkq"],),
+        "ov": (ov["Wp"], ov["Wv"]) if "Wv" in ov else (ov["Wp"],),
+    }
+
+
+def circuit_observables(params: dict, cfg) -> dict:
+    out = {}
+    for name, fac in factors(params).items():
+        if len(fac) == 2:
+            a, b = fac
+            s = factored_svals(a, b)
+            ata, bbt = a.T @ a, b @ b.T
+            bal = jnp.linalg.norm(ata - bbt)
+            out[f"{name}_balance"] = bal
+            out[f"{name}_balance_rel"] = bal / jnp.maximum(
+                jnp.maximum(jnp.linalg.norm(ata), jnp.linalg.norm(bbt)), jnp.finfo(a.dtype).tiny
+            )
+        else:
+            s = jnp.linalg.svd(fac[0], compute_uv=False)
+        for i in range(min(cfg.top_sv, s.shape[0])):
+            out[f"{name}_sv{i + 1}"] = s[i]
+        out[f"{name}_fro"] = jnp.sqrt(jnp.sum(s**2))
+        out[f"{name}_erank"] = effective_rank(s)
+    out.update(_gaps(params, cfg))
+    return out
+
+
+def _gaps(params: dict, cfg) -> dict:
+    c = np.arange(cfg.n_classes)
+    distinct = cfg.n_common + c[:, None] * cfg.n_distinct + np.arange(cfg.n_distinct)  # [C, nd]
+    w_qk = model.qk_matrix(params)
+    rows = w_qk[cfg.query_start + c]  # [C, V]
+    qk_gap = jnp.take_along_axis(rows, distinct, axis=1).mean(1) - rows[:, : cfg.n_common].mean(1)
+    w_ov = model.ov_matrix(params)
+    lab = w_ov[cfg.label_start + c]  # [C, V]: label rows
+    own = jnp.take_along_axis(lab, distinct, axis=1)  # [C, nd]
+    cols = lab[:, distinct]  # [C(label l), C(class c), nd]
+    others = (cols.sum(0) - own) / max(cfg.n_classes - 1, 1)
+    return {"qk_gap": cfg.scale * qk_gap.mean(), "ov_gap": (own - others).mean()}
+
+
+def attention_observables(params: dict, tokens, labels, cfg) -> dict:
+    attn, logits = model.forward(params, tokens, cfg.scale)
+    rel = relevant_mask(tokens, cfg)
+    mass = jnp.sum(jnp.where(rel, attn, 0.0), axis=1)
+    ce = model.cross_entropy(logits, labels)
+    prob = jnp.exp(-ce)
+    ia = jnp.clip(jnp.floor(mass * BINS), 0, BINS - 1).astype(jnp.int32)
+    ip = jnp.clip(jnp.floor(prob * BINS), 0, BINS - 1).astype(jnp.int32)
+    counts = jnp.zeros(BINS * BINS, attn.dtype).at[ia * BINS + ip].add(1.0)
+    pct = 100.0 * counts / tokens.shape[0]
+    top = jnp.max(jnp.where(rel, attn, -jnp.inf), axis=1)
+    bottom = jnp.min(jnp.where(rel, jnp.inf, attn), axis=1)
+    sep = jnp.where(jnp.isfinite(top) & jnp.isfinite(bottom), top - bottom, 0.0)
+    ent = -jnp.sum(attn * jnp.log(jnp.maximum(attn, jnp.finfo(attn.dtype).tiny)), axis=1)
+    out = {
+        "loss": jnp.mean(ce),
+        "accuracy": jnp.mean(jnp.argmax(logits, axis=1) == labels),
+        "prob_correct": jnp.mean(prob),
+        "attn_distinct": jnp.mean(mass),
+        "frac_sharp": jnp.mean(mass >= cfg.sharp_threshold),
+        "separability": jnp.mean(sep),
+        "attn_entropy": jnp.mean(ent),
+    }
+    for i in range(BINS):
+        for j in range(BINS):
+            out[f"hist_a{i}_p{j}"] = pct[i * BINS + j]
+    return out
+
+
+def histogram(traj, time=-1):
+    """The 5×5 histogram (% of sequences, seed mean) at record ``time`` of a Trajectory:
+    rows = distinct-mass bins, columns = correct-token probability bins."""
+    h = np.zeros((BINS, BINS))
+    for i in range(BINS):
+        for j in range(BINS):
+            h[i, j] = float(traj[f"hist_a{i}_p{j}"].isel(time=time).mean("seed"))
+    return h
