@@ -12,7 +12,11 @@ from types import ModuleType
 
 from attndyn.errors import InputError
 
-FAMILIES = {"aim": "attndyn.models.aim", "query": "attndyn.models.query"}
+FAMILIES = {
+    "aim": "attndyn.models.aim",
+    "circuits": "attndyn.models.circuits",
+    "query": "attndyn.models.query",
+}
 THEORIES = {"aim": "attndyn.models.aim.theory", "circuits": "attndyn.models.circuits.theory"}
 
 
