@@ -1,0 +1,271 @@
+"""Benchmark: projected SGA of the single-query softmax attention model (family ``query``).
+
+At n_N = 10,000 nuisance tokens and d = 256 one SGA step draws n·d ≈ 2.6 M Gaussian values and
+then does O(n·d) arithmetic, so the draw is the floor of the step's cost. Timed in one run, for
+one seed and batch 1 (float32):
+
+- ``steps_per_s``: the simulator's jitted ``advance`` (the trainer's inner loop: draw, gradient,
+  update, projection, finiteness check; no observation), calibrated to run ≥ ``min_seconds``,
+  best of ``repeats``.
+- ``draw_s``: the same token draw alone in JAX (``model.all_tokens`` of the row's spec, jitted,
+  summed so nothing is skipped), per step; ``step_over_draw`` = (1/steps_per_s)/draw_s — target
+  ≤ 1.5 for the full simulation step (``target_met``). For the streamed two-pass route the draw is
+  done twice, so its ratio is ≈ 2 by construction (reported, not targeted).
+- ``numpy_steps_per_s``: a plain NumPy loop doing the same step the way one writes it
+  (``rng.standard_normal((n, d), float32)``, add θξu to the informative rows, four
+  matrix–vector products for the gradient, update, normalise); ``numpy_draw_s`` its draw alone,
+  ``numpy_step_over_draw``; ``speedup_vs_numpy`` = steps_per_s / numpy_steps_per_s.
+- ``draw_share`` = draw_s · steps_per_s: the share of the simulator's step spent drawing.
+- reduced-sampler rows (``sampler = reduced``): the exact O(n)-scalar sampler of
+  docs/query-reduced-sampler.md; ``speedup_vs_full`` = its steps/s over the full sampler's.
+
+``cpus_used`` (process CPU seconds per wall second) and ``load_average_1min`` say how much of the
+machine the run had; on a shared machine every number is noisy.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.core.config import validate
+from attndyn.core.trainer import init_seeds, make_advance
+
+TARGET_STEP_OVER_DRAW = 1.5
+
+
+def bench_config(d: int, n_nuisance: int, **overrides):
+    """The benchmarked configuration: one seed, batch 1, float32, sphere, default tokens."""
+    from attndyn.models.query import Config
+
+    values = dict(d=d, n_nuisance=n_nuisance, seeds=1, batch=1, eval_samples=0)
+    values.update(overrides)
+    return validate(Config, values)
+
+
+def _best_time(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    best, cpu = math.inf, math.nan
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        t = time.perf_counter() - t0
+        if t < best:
+            best, cpu = t, time.process_time() - c0
+    return best, cpu
+
+
+def _calibrated(run: Callable[[int], None], min_seconds: float, repeats: int):
+    """(steps, best wall seconds, CPU seconds): grow the count until one run takes ≥
+    min_seconds/4, scale it to min_seconds, best of ``repeats``."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        run(n)
+        t = time.perf_counter() - t0
+        if t >= min_seconds / 4:
+            break
+        n *= 4
+    n = max(n, math.ceil(n * min_seconds / t))
+    return n, *_best_time(lambda: run(n), repeats)
+
+
+def time_simulator(config, min_seconds: float, repeats: int) -> dict:
+    """Steady-state SGA steps per second of the trainer's jitted advance (one seed)."""
+    from attndyn.models.query import build
+
+    problem = build(config, n_seeds=1)
+    params, state, div, keys = init_seeds(problem, np.arange(1))
+    advance = make_advance(problem)
+    k = 0
+
+    def run(n: int) -> None:
+        nonlocal params, div, k
+        params, div = advance(params, div, state, keys, k, k + n)
+        jax.block_until_ready((params, div))
+        k += n
+
+    run(1)  # compile
+    steps, seconds, cpu = _calibrated(run, min_seconds, repeats)
+    return {"steps_per_s": steps / seconds, "steps_timed": steps, "cpus_used": cpu / seconds}
+
+
+def time_jax_draw(config, min_seconds: float, repeats: int) -> float:
+    """Seconds per draw of one sample's tokens in JAX, as the whole route draws them."""
+    from attndyn.models.query import model, token_spec
+
+    spec = token_spec(config, n_seeds=1)
+    u = jnp.zeros((config.d,), jnp.float32).at[0].set(1.0)
+
+    @jax.jit
+    def draws(key, n):
+        def body(i, acc):
+            x, _ = model.all_tokens(jax.random.fold_in(key, i), u, spec)
+            return acc + jnp.sum(x)
+
+        return jax.lax.fori_loop(0, n, body, jnp.zeros((), jnp.float32))
+
+    key = jax.random.PRNGKey(0)
+
+    def run(n: int) -> None:
+        jax.block_until_ready(draws(key, n))
+
+    run(1)
+    steps, seconds, _ = _calibrated(run, min_seconds, repeats)
+    return seconds / steps
+
+
+def numpy_gradient(q: np.ndarray, x: np.ndarray, beta: float) -> np.ndarray:
+    """∇_q‖a‖² = 2β((w∘c)ᵀX − (wᵀc)a), c = Xa (digest §2), in NumPy."""
+    s = beta * (x @ q)
+    w = np.exp(s - s.max())
+    w /= w.sum()
+    a = w @ x
+    h = w * (x @ a)
+    return 2 * beta * (h @ x - h.sum() * a)
+
+
+def numpy_step_fn(config, seed: int = 0):
+    """One projected SGA step in plain NumPy (float32), for one seed and batch 1:
+    tokens z ~ N(0, σ²I) with θξu added to the first n_I rows, s = βXq, w = softmax(s),
+    a = wᵀX, c = Xa, g = 2β((w∘c)ᵀX − (wᵀc)a), q ← (q + η_k g)/‖q + η_k g‖."""
+    d, n_i, n = config.d, config.n_informative, config.n_tokens
+    sigma, beta, theta = config.sigma_eff, config.beta_eff, config.theta
+    rng = np.random.default_rng(seed)
+    u = np.zeros(d, np.float32)
+    u[0] = 1.0
+    q = rng.standard_normal(d).astype(np.float32)
+    q /= np.linalg.norm(q)
+    state = {"q": q, "k": 0}
+
+    def draw() -> np.ndarray:
+        x = rng.standard_normal((n, d), dtype=np.float32)
+        if sigma != 1.0:
+            x *= np.float32(sigma)
+        xi = np.float32(rng.choice((-1.0, 1.0)))
+        x[:n_i] += (theta * xi) * u
+        return x
+
+    def step() -> None:
+        q, k = state["q"], state["k"]
+        g = numpy_gradient(q, draw(), beta)
+        eta = config.eta * (config.k0 / (k + config.k0)) ** config.gamma
+        q = q + np.float32(eta) * g
+        state["q"], state["k"] = q / np.linalg.norm(q), k + 1
+
+    return step, draw
+
+
+def time_numpy(config, min_seconds: float, repeats: int) -> dict:
+    step, draw = numpy_step_fn(config)
+
+    def run_steps(n: int) -> None:
+        for _ in range(n):
+            step()
+
+    def run_draws(n: int) -> None:
+        for _ in range(n):
+            draw()
+
+    run_steps(1)
+    steps, seconds, _ = _calibrated(run_steps, min_seconds, repeats)
+    draws, draw_seconds, _ = _calibrated(run_draws, min_seconds, repeats)
+    return {"numpy_steps_per_s": steps / seconds, "numpy_draw_s": draw_seconds / draws}
+
+
+def _row_label(config) -> str:
+    from attndyn.models.query import token_spec
+
+    sampler = getattr(config, "sampler", "full")
+    if sampler != "full":
+        return sampler
+    return "full/whole" if token_spec(config, n_seeds=1).chunk_tokens is None else "full/chunked"
+
+
+def run_query_benchmark(
+    quick: bool = False,
+    log: bool = True,
+    d: int = 256,
+    n_nuisance: int = 10_000,
+) -> list[dict]:
+    """Rows for the full sampler (whole and streamed routes) and, when available, the reduced
+    sampler, at (d, n_nuisance) (default 256, 10,000). ``quick``: ≈0.2 s per timing, one
+    repetition; otherwise ≥ 1 s, best of 3."""
+    from attndyn.bench.aim import cpu_model
+    from attndyn.models.query import Config
+
+    min_seconds, repeats = (0.2, 1) if quick else (1.0, 3)
+
+    def say(msg: str) -> None:
+        if log:
+            print(msg, file=sys.stderr, flush=True)
+
+    configs = [
+        bench_config(d, n_nuisance, stream="whole"),
+        bench_config(d, n_nuisance, stream="chunked", chunk=2048),
+    ]
+    if "sampler" in Config.model_fields:
+        configs.append(bench_config(d, n_nuisance, sampler="reduced"))
+
+    say(f"query d = {d}, n_N = {n_nuisance}: JAX draw alone ...")
+    draw_s = time_jax_draw(configs[0], min_seconds, repeats)
+    say(f"  {draw_s * 1e3:.3g} ms per draw; NumPy loop ...")
+    ref = time_numpy(configs[0], min_seconds, repeats)
+    say(f"  NumPy {ref['numpy_steps_per_s']:.3g} steps/s, draw {ref['numpy_draw_s'] * 1e3:.3g} ms")
+    common = {
+        "d": d,
+        "n_informative": configs[0].n_informative,
+        "n_nuisance": n_nuisance,
+        "seeds": 1,
+        "batch": 1,
+        "dtype": "float32",
+        "draw_s": draw_s,
+        "numpy_steps_per_s": ref["numpy_steps_per_s"],
+        "numpy_draw_s": ref["numpy_draw_s"],
+        "numpy_step_over_draw": 1.0 / (ref["numpy_steps_per_s"] * ref["numpy_draw_s"]),
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "jax_version": jax.__version__,
+        "numpy_version": np.__version__,
+        "quick": quick,
+    }
+    rows = []
+    full_rate = None
+    for config in configs:
+        label = _row_label(config)
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        say(f"  simulator {label} ...")
+        sim = time_simulator(config, min_seconds, repeats)
+        rate = sim["steps_per_s"]
+        if label == "full/whole":
+            full_rate = rate
+        row = {
+            "family": "query",
+            "sampler": label,
+            "steps_per_s": rate,
+            "step_over_draw": 1.0 / (rate * draw_s),
+            "draw_share": draw_s * rate,
+            "speedup_vs_numpy": rate / ref["numpy_steps_per_s"],
+            "speedup_vs_full": None if full_rate is None else rate / full_rate,
+            "steps_timed": sim["steps_timed"],
+            "cpus_used": sim["cpus_used"],
+            "load_average_1min": load,
+            "target": None,
+            "target_met": None,
+            **common,
+        }
+        if label == "full/whole":
+            row["target"] = f"step_over_draw <= {TARGET_STEP_OVER_DRAW:g}"
+            row["target_met"] = bool(row["step_over_draw"] <= TARGET_STEP_OVER_DRAW)
+        say(
+            f"    {rate:.3g} steps/s, step/draw {row['step_over_draw']:.3g}, "
+            f"vs NumPy {row['speedup_vs_numpy']:.3g}x"
+        )
+        rows.append(row)
+    return rows
