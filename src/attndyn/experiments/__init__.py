@@ -14,6 +14,7 @@ REGISTRY: dict[str, str] = {
     "aim-solvable": "attndyn.experiments.aim_solvable:AIMSolvable",
     "aim-truncation": "attndyn.experiments.aim_truncation:AIMTruncation",
     "aim-untied": "attndyn.experiments.aim_untied:AIMUntied",
+    "circuits-fixed-attention": "attndyn.experiments.circuits_fixed_attention:CircuitsFixedAttention",
     "circuits-ode": "attndyn.experiments.circuits_ode:CircuitsODE",
 }
 
