@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from attndyn.core.config import RunConfig
 
@@ -96,22 +96,47 @@ class QueryConfig(RunConfig):
         "0 disables it",
     )
 
-    @model_validator(mode="after")
-    def _check(self) -> QueryConfig:
-        if not 0.5 < self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in (1/2, 1] (Robbins–Monro); got {self.gamma}")
-        if self.n_informative + self.n_nuisance < 1:
+    @field_validator("gamma")
+    @classmethod
+    def _gamma(cls, v: float) -> float:
+        if not 0.5 < v <= 1.0:
+            raise ValueError("must be in (1/2, 1] (Robbins–Monro)")
+        return v
+
+    @field_validator("n_nuisance")
+    @classmethod
+    def _some_tokens(cls, v: int, info: ValidationInfo) -> int:
+        if v + info.data.get("n_informative", 1) < 1:
             raise ValueError("n_informative + n_nuisance must be >= 1")
-        if self.chunk % BLOCK:
-            raise ValueError(f"chunk must be a multiple of {BLOCK}; got {self.chunk}")
-        if self.init_overlap is not None and not -1.0 <= self.init_overlap <= 1.0:
-            raise ValueError(f"init_overlap must be in [-1, 1]; got {self.init_overlap}")
-        if self.constraint == "sphere":
-            if self.l2 != 0:
-                raise ValueError("l2 needs constraint='unconstrained' (on the sphere it is void)")
-            if self.init_norm != 1.0:
-                raise ValueError("init_norm needs constraint='unconstrained' (sphere: ‖q‖ = 1)")
-        return self
+        return v
+
+    @field_validator("chunk")
+    @classmethod
+    def _chunk(cls, v: int) -> int:
+        if v % BLOCK:
+            raise ValueError(f"must be a multiple of {BLOCK}")
+        return v
+
+    @field_validator("init_overlap")
+    @classmethod
+    def _overlap(cls, v: float | None) -> float | None:
+        if v is not None and not -1.0 <= v <= 1.0:
+            raise ValueError("must be in [-1, 1] or omitted (uniform init)")
+        return v
+
+    @field_validator("l2")
+    @classmethod
+    def _l2(cls, v: float, info: ValidationInfo) -> float:
+        if v != 0 and info.data.get("constraint") == "sphere":
+            raise ValueError("needs constraint='unconstrained' (on the sphere it is void)")
+        return v
+
+    @field_validator("init_norm")
+    @classmethod
+    def _init_norm(cls, v: float, info: ValidationInfo) -> float:
+        if v != 1.0 and info.data.get("constraint") == "sphere":
+            raise ValueError("needs constraint='unconstrained' (on the sphere ‖q‖ = 1)")
+        return v
 
     @property
     def n_tokens(self) -> int:
