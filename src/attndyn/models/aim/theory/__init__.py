@@ -49,7 +49,10 @@ class AIMTheoryConfig(AIMConfig):
     truncation: int = Field(6, ge=2, le=12, description="degree M of the truncated hierarchy")
     rtol: float = Field(1e-8, gt=0, lt=1e-2, description="relative tolerance of the ODE solver")
     quad_log2: int = Field(
-        14, ge=8, le=20, description="log2 of QMC nodes when Gauss–Hermite does not fit"
+        14,
+        ge=8,
+        le=20,
+        description="log2 of the quadrature node budget (Gauss–Hermite if it fits, else QMC)",
     )
 
     @model_validator(mode="after")
