@@ -207,7 +207,7 @@ def test_predict_trajectory():
     [
         ({"ratio": 1, "eta_qk": 2}, "config"),
         ({"ratio": -1}, "ratio"),
-        ({"M": 1}, "M"),
+        ({"n_classes": 1}, "n_classes"),
         ({"grid": "cubic"}, "grid"),
         ({"bogus": 1}, "bogus"),
     ],

@@ -56,7 +56,7 @@ class Config(ExperimentConfig):
     m: float = Field(5.0, gt=0)
     n: float = Field(50.0, gt=0)
     b: float = Field(50.0, gt=0)
-    M: float = Field(20.0, gt=1)
+    n_classes: float = Field(20.0, gt=1, description="M, the number of output classes")
     stop_loss: float = Field(1e-4, gt=0, description="integration ends at this loss")
     fig_thresholds: int = Field(50, ge=2, description="log-spaced thresholds 1 … stop_loss")
     records: int = Field(200, ge=10, description="record points per trajectory")
@@ -72,7 +72,7 @@ def _params(config: Config, ratio: float, scale: float = 1.0):
 
     eta = config.eta_ov * scale
     return ReducedParams(
-        m=config.m, n=config.n, b=config.b, M=config.M, eta_ov=eta, eta_qk=ratio * eta
+        m=config.m, n=config.n, b=config.b, M=config.n_classes, eta_ov=eta, eta_qk=ratio * eta
     )
 
 
@@ -100,7 +100,7 @@ class CircuitsODE(Experiment):
                 m=config.m,
                 n=config.n,
                 b=config.b,
-                M=config.M,
+                n_classes=config.n_classes,
                 eta_ov=config.eta_ov,
                 ratio=r,
                 stop_loss=config.stop_loss,
@@ -265,4 +265,4 @@ class CircuitsODE(Experiment):
 
 def _differs(config: Config) -> bool:
     """True when the constants differ from Fig. 4's (the published rows do not apply)."""
-    return (config.m, config.n, config.b, config.M) != (5.0, 50.0, 50.0, 20.0)
+    return (config.m, config.n, config.b, config.n_classes) != (5.0, 50.0, 50.0, 20.0)

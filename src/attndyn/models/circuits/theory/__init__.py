@@ -34,14 +34,16 @@ class CircuitsTheoryConfig(RunConfig):
     Learning rates: ``eta_ov`` and either ``ratio`` r = η_QK/η_OV (default 1) or ``eta_qk``.
     The run ends at the first time the loss reaches ``stop_loss``, or at ``t_max`` if set;
     ``grid="log"`` records uniformly in log10(1 + t), ``"linear"`` uniformly in t.
-    ``seeds``, ``seed`` and ``dtype`` are inherited and unused (the flow is deterministic and
+    The digest's M is the field ``n_classes`` (the results store's DuckDB views match config
+    keys case-insensitively, so ``m`` and ``M`` cannot both be fields). ``seeds``, ``seed`` and
+    ``dtype`` are inherited and unused (the flow is deterministic and
     runs in float64).
     """
 
     m: float = Field(5.0, gt=0, description="informative tokens (logit μ_QK)")
     n: float = Field(50.0, gt=0, description="uninformative tokens (logit 0)")
     b: float = Field(50.0, gt=0, description="normalisation constant (50 = V in the code)")
-    M: float = Field(20.0, gt=1, description="output classes")
+    n_classes: float = Field(20.0, gt=1, description="M, the number of output classes")
     eta_ov: float = Field(1.0, gt=0, description="learning rate η_OV of the OV circuit")
     ratio: float | None = Field(None, gt=0, description="r = η_QK/η_OV (default 1)")
     eta_qk: float | None = Field(None, gt=0, description="η_QK (instead of ratio)")
@@ -74,7 +76,7 @@ def params_of(config: CircuitsTheoryConfig) -> ReducedParams:
         m=config.m,
         n=config.n,
         b=config.b,
-        M=config.M,
+        M=config.n_classes,
         eta_ov=config.eta_ov,
         eta_qk=config.resolved_eta_qk,
         mu_ov0=config.mu_ov0,
