@@ -333,3 +333,15 @@ def test_scalar_effective_lr():
         )
     w_gd = As[:, 0, 0] * Bs[:, 0, 0]
     assert np.max(np.abs(w_gd - w_eff)) < 2e-3 * np.max(np.abs(w_eff))
+
+
+def test_predict_through_the_api(tmp_path):
+    """``attndyn.predict("circuits", ratio=10)`` (the path of ``attndyn predict circuits --set
+    ratio=10``) returns the reduced flow and stores it as a theory run."""
+    import attndyn
+
+    traj = attndyn.predict("circuits", ratio=10, records=12, out=tmp_path / "r")
+    assert traj.attrs["family"] == "circuits" and "run_id" in traj.attrs
+    assert abs(float(traj["alpha"][-1]) - _table([10.0])[(10.0, 1e-4)]["alpha"]) < 1e-9
+    with pytest.raises(InputError, match="ratio"):
+        attndyn.predict("circuits", ratio=0)
