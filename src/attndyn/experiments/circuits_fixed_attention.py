@@ -40,7 +40,7 @@ Presets:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -70,7 +70,7 @@ class Config(ExperimentConfig):
     seeds: int = Field(1, ge=1)
     seed: int = Field(1234, ge=0)
     query_in_common: bool = Field(True, description="see fixed_attention (notebook reading)")
-    dtype: str = Field("float32", pattern="^(float32|float64)$")
+    dtype: Literal["float32", "float64"] = Field("float32")
     rising_from: float = Field(
         0.9, gt=0, lt=1, description="'still rising': end vs this fraction of the run"
     )
