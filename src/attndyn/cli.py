@@ -465,13 +465,20 @@ def bench(
         bool, typer.Option("--torch/--no-torch", help="time the PyTorch eager reference")
     ] = True,
     family: Annotated[
-        str, typer.Option(help="aim (simulator), aim-theory (hierarchy and flow), or all")
+        str,
+        typer.Option(
+            help="aim (simulator), aim-theory (hierarchy and flow), circuits, query, or all"
+        ),
     ] = "aim",
 ) -> None:
-    """Benchmarks (BENCHMARKS.md): the simulator against matmul peak and PyTorch, the theory
-    against the simulator. Every JSON row carries its ``family``."""
-    if family not in ("aim", "aim-theory", "all"):
-        raise InputError(f"invalid value for 'family': must be aim, aim-theory or all ({family!r})")
+    """Benchmarks (BENCHMARKS.md): each simulator against matmul peak or a reference
+    implementation timed in the same run, the theory against the simulator. Every JSON row carries
+    its ``family``."""
+    allowed = ("aim", "aim-theory", "circuits", "query", "all")
+    if family not in allowed:
+        raise InputError(
+            f"invalid value for 'family': must be one of {', '.join(allowed)} ({family!r})"
+        )
     rows: list[dict] = []
     if family in ("aim", "all"):
         from attndyn.bench.aim import run_benchmark
@@ -482,12 +489,21 @@ def bench(
         from attndyn.bench.theory import run_theory_benchmark
 
         rows += run_theory_benchmark(quick=quick)
+    if family in ("circuits", "all"):
+        from attndyn.bench.circuits import run_circuits_benchmark
+
+        circuit_rows = run_circuits_benchmark(quick=quick, torch_reference=torch_reference)
+        rows += [{**row, "family": "circuits"} for row in circuit_rows]
+    if family in ("query", "all"):
+        from attndyn.bench.query import run_query_benchmark
+
+        rows += [{**row, "family": "query"} for row in run_query_benchmark(quick=quick)]
     if as_json:
         print(json.dumps(_json_safe(rows)))
         return
     for fam in dict.fromkeys(row["family"] for row in rows):
         selected = [row for row in rows if row["family"] == fam]
-        cols = BENCH_COLUMNS[fam]
+        cols = BENCH_COLUMNS.get(fam) or [k for k in selected[0] if k != "family"]
         table = Table(title=f"benchmark: {fam}")
         for col in cols:
             table.add_column(col, justify="right")
