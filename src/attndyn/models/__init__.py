@@ -17,7 +17,11 @@ FAMILIES = {
     "circuits": "attndyn.models.circuits",
     "query": "attndyn.models.query",
 }
-THEORIES = {"aim": "attndyn.models.aim.theory", "circuits": "attndyn.models.circuits.theory"}
+THEORIES = {
+    "aim": "attndyn.models.aim.theory",
+    "circuits": "attndyn.models.circuits.theory",
+    "query": "attndyn.models.query.theory",
+}
 
 
 def get_family(name: str) -> ModuleType:
