@@ -23,7 +23,8 @@ with mass ≥ sharp_threshold, 0.6 by default), ``hist_a{i}_p{j}`` the Fig.-2 5�
 sequences (mass bin i, probability bin j, edges 0, .2, .4, .6, .8, 1; the value 1 falls in the
 last bin), ``separability`` (mean of max_{distinct j} a_j − min_{other j} a_j, the query position
 counting as "other" as in the code's ``inputs > 9``), ``attn_entropy`` (mean −Σ a log a, nats; an
-extra, not in the code), ``prob_correct``, ``loss`` (test cross-entropy), ``accuracy``.
+extra, not in the code), ``attn_query`` (mean attention of the query on itself: the query id
+also identifies the class, so it is an alternative to the distinct tokens), ``prob_correct``, ``loss`` (test cross-entropy), ``accuracy``.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ def attention_observables(params: dict, tokens, labels, cfg) -> dict:
         "frac_sharp": jnp.mean(mass >= cfg.sharp_threshold),
         "separability": jnp.mean(sep),
         "attn_entropy": jnp.mean(ent),
+        "attn_query": jnp.mean(attn[:, -1]),
     }
     for i in range(BINS):
         for j in range(BINS):
