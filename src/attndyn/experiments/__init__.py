@@ -15,6 +15,7 @@ REGISTRY: dict[str, str] = {
     "aim-truncation": "attndyn.experiments.aim_truncation:AIMTruncation",
     "aim-untied": "attndyn.experiments.aim_untied:AIMUntied",
     "circuits-fixed-attention": "attndyn.experiments.circuits_fixed_attention:CircuitsFixedAttention",
+    "circuits-lr-ratio": "attndyn.experiments.circuits_lr_ratio:CircuitsLRRatio",
     "circuits-ode": "attndyn.experiments.circuits_ode:CircuitsODE",
 }
 
