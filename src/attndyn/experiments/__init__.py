@@ -17,6 +17,9 @@ REGISTRY: dict[str, str] = {
     "circuits-fixed-attention": "attndyn.experiments.circuits_fixed_attention:CircuitsFixedAttention",
     "circuits-lr-ratio": "attndyn.experiments.circuits_lr_ratio:CircuitsLRRatio",
     "circuits-ode": "attndyn.experiments.circuits_ode:CircuitsODE",
+    "circuits-parameterization": (
+        "attndyn.experiments.circuits_parameterization:CircuitsParameterization"
+    ),
 }
 
 
