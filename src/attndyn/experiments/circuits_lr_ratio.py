@@ -259,7 +259,8 @@ class CircuitsLRRatio(Experiment):
                 mass = traj["attn_distinct"].mean("seed").values
                 colour = "C3" if run == "ramp" else cmap(i / max(len(runs) - 2, 1))
                 label = f"ramp ×1→×{_ramp_end(config, model):g}" if run == "ramp" else run
-                ax.plot(loss, mass, color=colour, lw=1.8, label=label)
+                style = "--" if i == 0 else "-"  # r = 1 can coincide with the next ratio
+                ax.plot(loss, mass, color=colour, lw=1.8, ls=style, label=label, zorder=3 - i / 10)
             ax.axvline(_loss_match(config, model), color="0.6", lw=0.8, ls="--")
             ax.set_xscale("log")
             ax.invert_xaxis()

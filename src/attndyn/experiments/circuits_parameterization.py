@@ -187,7 +187,7 @@ class CircuitsParameterization(Experiment):
         from attndyn.models.circuits.observables import histogram
 
         sims = results["sims"]
-        fig, axes = plt.subplots(1, len(sims), figsize=(3.3 * len(sims), 3.4), squeeze=False)
+        fig, axes = plt.subplots(1, len(sims), figsize=(3.3 * len(sims), 3.8), squeeze=False)
         for ax, (param, traj) in zip(axes[0], sims.items(), strict=True):
             h = histogram(traj)  # rows: mass bins, columns: probability bins
             ax.imshow(h, origin="lower", cmap="viridis", vmin=0, vmax=100, extent=(0, 1, 0, 1))
@@ -200,7 +200,7 @@ class CircuitsParameterization(Experiment):
             ax.set_xticks(EDGES)
             ax.set_yticks(EDGES)
             ax.set_title(f"{param}: loss {_final(traj, 'loss'):.1e}")
-            ax.set_xlabel("probability of the correct token")
+            ax.set_xlabel("P(correct token)")
         axes[0][0].set_ylabel("attention mass on distinct tokens")
         fig.suptitle("% of test sequences (seed mean), equal learning rates", fontsize=9)
         return save_figure(fig, path)
