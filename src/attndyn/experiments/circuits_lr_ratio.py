@@ -24,8 +24,9 @@ Readings and the small preset (2 seeds; measured 77 s wall under load 8 on two c
   matched-loss masses at η_OV = 0.1 and 0.3: 0.435/0.436 and 0.229/0.230), so the larger step
   only shortens the run. Measured masses at loss 0.1: r = 1 0.445, r = 5 0.583, r = 10 0.657,
   ramp 0.545; final fraction ≥ 0.6 at r = 5: 0.97 (paper: 97.6 %, loss 0.006; ours 0.007).
-  At seq_len 64 the trend is not monotone: r = 10 ends with mass 0.17 (below the uniform
-  0.349) — not reproduced as a claim; see docs/circuits.md.
+  At seq_len 64 the trend is not monotone: r = 10 learns the query-token shortcut (the query id
+  identifies the class; it attends to itself) and ends with distinct mass 0.17, below the
+  uniform 0.349; see docs/circuits.md.
 - FAFO (all four matrices eye·1e-6, the CACO_FAFO notebook's init): η_OV = 0.3 for 4000 steps,
   r ∈ {1, 5, 20}, ramp ×1 → ×40. From eye·1e-6 the QK product (1e-12) leaves its saddle only
   when QK is fast: r = 1 and 5 stay exactly uniform (0.349) at loss 0.01, r = 20 reaches 0.59,
