@@ -23,7 +23,7 @@ from attndyn.core.grids import record_steps
 from attndyn.core.schedules import inverse_power
 from attndyn.core.trainer import Problem, train
 from attndyn.core.trajectory import make_trajectory
-from attndyn.models.query import model
+from attndyn.models.query import model, reduced
 from attndyn.models.query.config import QueryConfig
 
 NAME = "query"
@@ -83,10 +83,13 @@ def observe(q: jax.Array, u: jax.Array) -> dict[str, jax.Array]:
 
 def build(config: QueryConfig, n_seeds: int | None = None) -> Problem:
     """The SGA problem as pure functions: ascent on ‖a‖² is descent on −‖a‖², with the analytic
-    (whole or streamed) gradient and the sphere normalisation as the trainer's hooks."""
+    (whole or streamed) gradient and the sphere normalisation as the trainer's hooks.
+    ``sampler='reduced'``: the exact reduced chain of (α, b) (reduced.py), params (α, b, 0)."""
+    spec = token_spec(config, n_seeds)
+    if config.sampler == "reduced":
+        return reduced.build_problem(config, spec)
     dtype = jnp.dtype(config.dtype)
     d, B = config.d, config.batch
-    spec = token_spec(config, n_seeds)
     eval_n = config.eval_samples
 
     def init(key):

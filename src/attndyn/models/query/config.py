@@ -88,6 +88,11 @@ class QueryConfig(RunConfig):
     max_token_mb: float = Field(
         1024.0, gt=0, description="stream=auto: largest token memory (MB) for the whole route"
     )
+    sampler: Literal["full", "reduced"] = Field(
+        "full",
+        description="full: draw every token (n·d values per sample); reduced: the exact "
+        "O(n)-scalar sampler of the (α, b) chain (docs/query-reduced-sampler.md)",
+    )
     eval_samples: int = Field(
         8,
         ge=0,
