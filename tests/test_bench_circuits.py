@@ -4,6 +4,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 
 from attndyn.bench.circuits import bench_config, run_circuits_benchmark, torch_reference_loop
 
@@ -19,12 +20,11 @@ def test_quick_run_rows():
     json.dumps(row)
 
 
+@pytest.mark.slow
 def test_torch_reference_learns_like_attndyn():
     """The reference loop is the same task and model: at η = 1 both leave the log 50 plateau of
     the eye·1e-6 OV init at the same time and sit on the log 4 plateau (the four label tokens
     learned, the class not yet) at step 400 (measured: 1.39–1.46 for both)."""
-    import pytest
-
     torch = pytest.importorskip("torch")
     import attndyn
 
