@@ -17,7 +17,8 @@ reaches it gives NaN and fails its claim. Claims, per model:
 measured in the small preset (0.0096, FAFO r = 20). (It was first set to 0.1 before measuring;
 the CACO schedule effect then measured 0.0995.)
 
-Readings and the small preset (2 seeds; measured 77 s wall under load 8 on two cores):
+Readings and the small preset (2 seeds; `--strict` measured 40 s wall at load 5.5 and 77 s at
+load 8 on the shared two-core machine):
 - CACO (PyTorch-default init, as ``Net_CACO``), seq_len 128 as in the notebooks' CACO runs:
   η_OV = 0.3 for 7000 steps (η_OV·steps = 2100 ≈ the notebooks' 0.01 × 200,000), r ∈ {1, 5, 10},
   ramp ×1 → ×10. SGD here follows one path in η·steps (at seq_len 64, r = 5 and 10 gave the same
@@ -35,7 +36,8 @@ Readings and the small preset (2 seeds; measured 77 s wall under load 8 on two c
 Paper preset: the notebook settings, η_OV = 0.01; CACO seq_len 128, 200,000 steps (2000 epochs
 × 100 batches), r ∈ {1, 2, 3, 4, 5, 10}, ramp ×1 → ×10; FAFO seq_len 64, 625,000 steps,
 r ∈ {1, 5, 20}, ramp ×1 → ×40; 5 seeds, 6400 test sequences: 7 CACO runs × 10⁶ and 4 FAFO runs
-× 3.1·10⁶ seed-steps, roughly 1–1.5 hours on two cores at the benchmark's rates.
+× 3.1·10⁶ seed-steps; at the rates measured with half of the loaded two-core machine (CACO
+seq_len 128 4500, FAFO 3200 seed-steps/s) about 26 + 65 minutes.
 """
 
 from __future__ import annotations

@@ -15,11 +15,13 @@ steps and at lr 0.3 for 20,000 steps end at the same state, mean mass 0.8614 bot
 of the paper preset (lr 0.01, 625,000 steps, the notebooks' longest runs). Measured small preset
 (2 seeds): FAFO mass 0.394, fraction ≥ 0.6 0.0005, loss 2.9e-4; FACO mass 0.861, fraction 1.0,
 loss 1.4e-3; CAFO mass 0.369, loss 3.9e-4; CACO mass 0.520, fraction 0.13, loss 0.012 (CAFO
-and CACO are shown in the figure; the paper's Fig. 2 states no claim on them).
+and CACO are shown in the figure; the paper's Fig. 2 states no claim on them). ``--strict``
+with all four: 52.6 s wall at load 5.6 on the shared two-core machine.
 
 Paper preset: lr 0.01, 625,000 steps, 5 seeds (1234–1238), test set 6400 sequences (200 × 32, as
-in the notebooks), all four parameterisations: ≈ 4 × 625,000 × 5 seed-steps, about 40 minutes at
-the benchmark's ≈ 6000 seed-steps/s on two cores (see BENCHMARKS.md).
+in the notebooks), all four parameterisations: 4 × 3.1·10⁶ seed-steps. Measured rates with 5
+seeds on the loaded two-core machine (half a core available): FAFO 3200, FACO 3800, CAFO 3850,
+CACO 4800 seed-steps/s, so about 55 minutes there (less on an idle machine).
 """
 
 from __future__ import annotations
