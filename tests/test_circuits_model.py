@@ -152,3 +152,22 @@ def test_balance_of_a_balanced_and_an_unbalanced_circuit():
     bal = {"qk": {"Wq": q, "Wk": q}, "ov": {"Wp": o, "Wv": o.T}}
     obs = circuit_observables(bal, cfg)
     assert float(obs["qk_balance_rel"]) < 1e-5 and float(obs["ov_balance_rel"]) < 1e-5
+
+
+def test_gaps_read_the_relevant_blocks():
+    """qk_gap = scale·(distinct − common score of each class's query); ov_gap = the label's OV
+    entry on its own distinct tokens minus the other labels' entries there."""
+    cfg = CircuitsConfig(param="CACO")
+    kq = np.zeros((50, 50))
+    wp = np.zeros((50, 50))
+    for c in range(4):
+        distinct = slice(10 + 10 * c, 20 + 10 * c)
+        kq[5 + c, distinct] = 3.0 * np.sqrt(50)  # scale = 1/√50
+        kq[5 + c, :10] = 1.0 * np.sqrt(50)
+        wp[1 + c, distinct] = 2.0
+        for other in range(4):
+            if other != c:
+                wp[1 + other, distinct] = -1.0
+    obs = circuit_observables({"qk": {"Wkq": jnp.asarray(kq)}, "ov": {"Wp": jnp.asarray(wp)}}, cfg)
+    assert float(obs["qk_gap"]) == pytest.approx(2.0, rel=1e-6)
+    assert float(obs["ov_gap"]) == pytest.approx(3.0, rel=1e-6)
