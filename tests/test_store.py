@@ -1,5 +1,6 @@
 """Store: atomic writes, read-back, DuckDB views, skip-existing."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -107,3 +108,19 @@ def test_unwritable_results_folder_is_a_clear_error(stored, tmp_path):
     with pytest.raises(StoreError, match="cannot write results"):
         Store(blocker).write(traj, "abc")
     assert blocker.read_text() == "x"
+
+
+def test_config_keys_differing_only_in_case_get_distinct_columns(stored, tmp_path):
+    """DuckDB matches struct keys and column names case-insensitively; a family with a field
+    ``M`` next to another's ``m`` must still list both runs, each value in its own column."""
+    _, _, traj, _ = stored
+    store = Store(tmp_path / "results")
+    for rid, extra in (("run-lower", {"m": 5}), ("run-upper", {"M": 20})):
+        t = traj.copy()
+        t.attrs = dict(traj.attrs, config=json.dumps({"d": 10, **extra}))
+        store.write(t, rid)
+    con = connect(tmp_path / "results")
+    cols = [r[0] for r in con.execute("DESCRIBE runs").fetchall()]
+    assert "m" in cols and "M_2" in cols
+    rows = con.execute('SELECT run_id, m, "M_2" FROM runs ORDER BY run_id').fetchall()
+    assert rows == [("run-lower", 5, None), ("run-upper", None, 20)]

@@ -181,7 +181,9 @@ def _experiment_views(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
     table["config"] = [json.dumps(r["config"]) for r in rows]
     con.register("_experiment_rows", pa.table(table))
     exprs = [f"CAST({_quote(n)} AS {t}) AS {_quote(n)}" for n, t in EXPERIMENT_FIELDS.items()]
-    exprs += _config_columns(types, "config", set(EXPERIMENT_FIELDS) | {"file"})
+    exprs += _config_columns(
+        types, "config", column_names(types, set(EXPERIMENT_FIELDS) | {"file"})
+    )
     exprs.append("file")
     con.execute(f"CREATE VIEW experiments AS SELECT {', '.join(exprs)} FROM _experiment_rows")
 
@@ -190,16 +192,34 @@ def _string_schema(columns: dict) -> pa.Schema:
     return pa.schema([(name, pa.string()) for name in columns])
 
 
-def _config_columns(types: dict[str, str], json_col: str, taken: set[str]) -> list[str]:
-    """SELECT expressions that pull each flattened config field out of the JSON column."""
-    exprs = []
-    for key, sql_type in types.items():
+def column_names(keys, taken: set[str]) -> dict[str, str]:
+    """A column name per config key, unique without regard to case (DuckDB matches column names
+    and struct keys case-insensitively): a key whose lower case is already used, e.g. one
+    family's ``M`` next to another's ``m``, becomes ``M_2`` (``M_3``, …)."""
+    used = {t.lower() for t in taken}
+    names = {}
+    for key in keys:
         if key in taken:
             continue
-        path = _lit("$." + json.dumps(key))  # quoted JSON path segment, safe for dotted keys
-        exprs.append(
-            f"TRY_CAST({json_col}::JSON ->> {path} AS {sql_type or 'VARCHAR'}) AS {_quote(key)}"
-        )
+        name, n = key, 1
+        while name.lower() in used:
+            n += 1
+            name = f"{key}_{n}"
+        used.add(name.lower())
+        names[key] = name
+    return names
+
+
+def _config_columns(
+    types: dict[str, str], json_col: str, names: dict[str, str], prefix: str = "$."
+) -> list[str]:
+    """SELECT expressions that pull each flattened config field in ``names`` (key → column)
+    out of the JSON column."""
+    exprs = []
+    for key, name in names.items():
+        sql_type = types[key] or "VARCHAR"
+        path = _lit(prefix + json.dumps(key))  # quoted JSON path segment, safe for dotted keys
+        exprs.append(f"TRY_CAST({json_col}::JSON ->> {path} AS {sql_type}) AS {_quote(name)}")
     return exprs
 
 
@@ -215,12 +235,23 @@ def _runs_view(con: duckdb.DuckDBPyConnection, root: Path, save: bool) -> None:
     con.register("_catalog", cat.table)
     runs_dir = _lit(str(root / "runs") + "/")
     taken = set(RUN_FIELDS) | {"experiment", "sweep", "file"}
-    config = {k: (t or "VARCHAR") for k, t in cat.types.items() if k not in taken}
+    names = column_names(cat.types, taken)
+    # keys whose column name is their own go through one typed struct; the rest (case
+    # collisions, which a DuckDB struct cannot hold) are read by JSON path
+    config = {k: (cat.types[k] or "VARCHAR") for k, name in names.items() if name == k}
+    renamed = {k: cat.types[k] for k, name in names.items() if name != k}
     structure = dict(RUN_FIELDS) | {"sweep": "VARCHAR", "config_flat": config or "JSON"}
     # one JSON parse per run into typed fields, materialised once per connection
     con.execute(
         "CREATE TEMP TABLE _runs AS SELECT json_transform(meta, "
-        f"{_lit(json.dumps(structure))}) AS m, {runs_dir} || file AS file FROM _catalog"
+        f"{_lit(json.dumps(structure))}) AS m, {runs_dir} || file AS file"
+        + "".join(
+            f", {e}"
+            for e in _config_columns(
+                renamed, "meta", {k: f"_c{i}" for i, k in enumerate(renamed)}, "$.config_flat."
+            )
+        )
+        + " FROM _catalog"
     )
     exprs = []
     for name in RUN_FIELDS:
@@ -229,6 +260,7 @@ def _runs_view(con: duckdb.DuckDBPyConnection, root: Path, save: bool) -> None:
             exprs.append("l.experiment AS experiment")
             exprs.append("m.sweep AS sweep")
     exprs += [f"m.config_flat.{_quote(k)} AS {_quote(k)}" for k in config]
+    exprs += [f"_c{i} AS {_quote(names[k])}" for i, k in enumerate(renamed)]
     exprs.append("file")
     con.execute(
         "CREATE TEMP TABLE _run_experiments AS SELECT run_id, "
