@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from attndyn.errors import InputError
+from attndyn.models import get_family, get_theory
 from attndyn.store import StoreError
 
 app = typer.Typer(
@@ -49,11 +50,14 @@ def _values(set_: list[str] | None, seeds: int | None = None) -> dict:
 
 
 SUMMARY = ("loss", "t_1", "q_11", "q_12", "p_12", "pplus_12", "pminus_12", "m_1", "tA_1", "tB_1")
+"""Observables shown by ``simulate`` and ``predict`` unless the family's (or its theory's) module
+declares its own ``SUMMARY``; if none of them is in the run, its first 10 observables."""
 
 
-def _final_summary(traj) -> dict[str, dict[str, float]]:
+def _final_summary(traj, module=None) -> dict[str, dict[str, float]]:
+    names = [n for n in getattr(module, "SUMMARY", SUMMARY) if n in traj]
     out = {}
-    for name in SUMMARY:
+    for name in names or list(traj.data_vars)[:10]:
         if name in traj:
             final = np.asarray(traj[name].isel(time=-1).values, dtype=float)
             out[name] = {"mean": float(np.mean(final)), "std": float(np.std(final))}
@@ -87,7 +91,7 @@ def simulate(
     store = Store(out)
     traj, reused = run_config(family, config, store, force)
     rid = traj.attrs["run_id"]
-    summary = _final_summary(traj)
+    summary = _final_summary(traj, get_family(family))
     diverged = [int(s) for s in traj["seed"].values[traj["diverged"].values]]
     if as_json:
         payload = {
@@ -130,7 +134,7 @@ def predict(
     store = Store(out)
     traj, reused = run_theory_config(family, config, store, force)
     rid = traj.attrs["run_id"]
-    summary = _final_summary(traj)
+    summary = _final_summary(traj, get_theory(family))
     if as_json:
         payload = {
             "run_id": rid,

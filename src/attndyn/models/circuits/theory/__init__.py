@@ -27,6 +27,9 @@ from attndyn.models.circuits.theory.reduced import ReducedParams, solve
 
 __all__ = ["CircuitsTheoryConfig", "Config", "predict", "params_of"]
 
+SUMMARY = ("alpha", "mu_ov", "mu_qk", "loss")
+"""Observables ``attndyn predict circuits`` prints at the final time."""
+
 
 class CircuitsTheoryConfig(RunConfig):
     """The reduced flow's constants (digest §5.1; defaults are Fig. 4's) and its time grid.
