@@ -117,7 +117,7 @@ def phi_fit(config: QueryTheoryConfig) -> PhiFit:
 
 def initial_state(config: QueryConfig) -> tuple[np.ndarray, np.ndarray]:
     """(α₀, b₀) per seed: ⟨q₀, u⟩ and ‖P_⊥q₀‖ of the simulator's own initial query and latent
-    direction (seeds ``seed … seed + seeds − 1``; the draws in the config's dtype, as the
+    direction (or the reduced sampler's initial (α, b)) (seeds ``seed … seed + seeds − 1``; the draws in the config's dtype, as the
     simulator makes them)."""
     from attndyn.models.query import build
 
@@ -130,6 +130,10 @@ def initial_state(config: QueryConfig) -> tuple[np.ndarray, np.ndarray]:
         for key in init_keys:
             params, state = problem.init(key)
             q = np.asarray(params["q"], np.float64)
+            if "u" not in state:  # sampler='reduced': the state is (α, b, 0) itself
+                alphas.append(float(q[0]))
+                perps.append(float(np.hypot(q[1], q[2])))
+                continue
             u = np.asarray(state["u"], np.float64)
             u = u / np.linalg.norm(u)
             a = float(q @ u)

@@ -1,0 +1,78 @@
+"""query-recovery experiment: a reduced preset (≈ 60 s, mostly compilation: slow) runs through the CLI, stores its claims and the
+JSON summary keys; presets validate; claims evaluate the measurements they state."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attndyn.errors import InputError
+from attndyn.experiments.runner import experiment_config
+
+REDUCED = [
+    "seeds=4",
+    "d=12",
+    "n_nuisance=400",
+    "n_informative=20",
+    "steps=60",
+    "weak_steps=60",
+    "weak_n_nuisance=40",
+    "track_seeds=3",
+    "track_time=1.0",
+    "track_etas=[0.1, 0.05]",
+    "plateau_etas=[0.2, 0.1]",
+    "plateau_time=4.0",
+    "mc_samples=256",
+    "grad_samples=128",
+]
+
+
+def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "attndyn", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.slow
+def test_reduced_preset_runs_and_stores_claims(tmp_path):
+    out = str(tmp_path)
+    sets = [a for s in REDUCED for a in ("--set", s)]
+    proc = _cli("run", "query-recovery", "--preset", "small", "--json", "--out", out, *sets)
+    assert proc.returncode == 0, proc.stderr
+    outcome = json.loads(proc.stdout)
+    names = {c["name"] for c in outcome["claims"]}
+    assert names == {
+        "nuisance-recovery",
+        "weak-recovery",
+        "sign-split",
+        "ode-tracking",
+        "ode-gap-shrinks",
+        "constant-plateau",
+        "plateau-theory",
+    }
+    summary = outcome["summary"]
+    for key in ("mean_final_alignment", "n_plus", "n_minus", "ode_gap"):
+        assert key in summary
+    assert summary["n_plus"] + summary["n_minus"] == 8  # both cases, 4 seeds each
+    assert 0.0 <= summary["mean_final_alignment"] <= 1.0 + 1e-6
+    # the claim values are the summary's numbers
+    by_name = {c["name"]: c for c in outcome["claims"]}
+    assert by_name["nuisance-recovery"]["value"] == pytest.approx(summary["mean_final_alignment"])
+    assert by_name["ode-tracking"]["value"] == pytest.approx(summary["ode_gap"])
+    rows = json.loads(
+        _cli("query", "SELECT claim FROM claims", "--out", out, "--json").stdout or "[]"
+    )
+    assert {r["claim"] for r in rows} == names
+
+
+def test_presets_validate_and_bad_input():
+    exp, small = experiment_config("query-recovery", "small", {})
+    assert small.seeds == 30 and small.n_nuisance == 10_000 and small.weak_theta == 0.25
+    assert small.sampler == "reduced"  # tracking and plateau always use the full sampler
+    _, paper = experiment_config("query-recovery", "paper", {})
+    assert paper.sampler == "full" and paper.seeds == 30
+    with pytest.raises(InputError, match="sampler"):
+        experiment_config("query-recovery", "small", {"sampler": "fast"})
