@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     "circuits-parameterization": (
         "attndyn.experiments.circuits_parameterization:CircuitsParameterization"
     ),
+    "query-recovery": "attndyn.experiments.query_recovery:QueryRecovery",
 }
 
 
