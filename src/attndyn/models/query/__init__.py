@@ -27,6 +27,8 @@ from attndyn.models.query import model, reduced
 from attndyn.models.query.config import QueryConfig
 
 NAME = "query"
+SUMMARY = ("alignment", "overlap", "q_norm", "perp_norm", "objective")
+"""Observables ``attndyn simulate query`` prints at the final time."""
 Config = QueryConfig
 
 __all__ = ["NAME", "Config", "QueryConfig", "build", "simulate", "token_spec", "ode_times"]
