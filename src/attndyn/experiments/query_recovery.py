@@ -66,9 +66,10 @@ Measured (small preset, 88 s wall with a cold JAX cache, 22 s warm, on two share
   0.56, 0.77: the prediction is first order in η).
 
 Presets: ``small`` as above. ``paper``: d = 128, the full d-dimensional sampler for every case,
-30 tracking seeds and η down to 0.00625, 16384 Monte Carlo draws, the ODE also overlaid on the
-recovery cases. Cost estimate (not run here): the n_N = 10⁴ case draws 30·500·10⁴·128 ≈ 2·10¹⁰
-Gaussians, ≈ 10–20 minutes on two CPU cores, well under a minute on one GPU.
+twice the step budgets (1000 and 4000 steps), 30 tracking seeds and η down to 0.00625, 16384
+Monte Carlo draws, the ODE also overlaid on the recovery cases. Cost: the n_N = 10⁴ case draws
+30·1000·10⁴·128 ≈ 4·10¹⁰ Gaussians, ≈ 20–30 minutes on two shared CPU cores, about a minute
+on one GPU.
 """
 
 from __future__ import annotations
@@ -255,8 +256,8 @@ class QueryRecovery(Experiment):
             "d": 128,
             "sampler": "full",
             "dtype": "float32",
-            "steps": 2000,
-            "weak_steps": 8000,
+            "steps": 1000,
+            "weak_steps": 4000,
             "track_seeds": 30,
             "track_etas": [0.1, 0.05, 0.025, 0.0125, 0.00625],
             "plateau_etas": [0.2, 0.1, 0.05],
