@@ -14,7 +14,7 @@ def test_quick_run_rows():
     assert len(rows) == 1
     row = rows[0]
     assert (row["param"], row["batch"], row["seq_len"], row["seeds"]) == ("FAFO", 32, 64, 2)
-    assert math.isfinite(row["steps_per_s_per_seed"]) and row["steps_per_s_per_seed"] > 0
+    assert math.isfinite(row["seed_steps_per_s"]) and row["seed_steps_per_s"] > 0
     assert row["steps_timed"] > 0 and row["diverged_seeds"] == 0
     assert row["speedup_vs_torch_reference"] is None and row["torch_note"]
     json.dumps(row)

@@ -528,6 +528,26 @@ BENCH_COLUMNS = {
         "speedup_vs_best_torch",
     ],
     "aim-theory": ["name", "d", "horizon", "seconds", "ratio_to_simulator", "target_met"],
+    "circuits": [
+        "seeds",
+        "seed_steps_per_s",
+        "steps_per_s_each_seed",
+        "torch_seed_steps_per_s",
+        "torch_steps_per_s_1thread",
+        "speedup_vs_torch_reference",
+        "speedup_vs_best_torch",
+        "paper_preset_minutes",
+    ],
+    "query": [
+        "sampler",
+        "d",
+        "n_nuisance",
+        "steps_per_s",
+        "step_over_draw",
+        "speedup_vs_numpy",
+        "speedup_vs_full",
+        "target_met",
+    ],
 }
 
 

@@ -4,8 +4,9 @@ PyTorch loop, timed in the same run.
 - attndyn: the trainer's jitted, seed-vmapped ``advance`` for :func:`bench_config` (sampling,
   forward, backward and the per-circuit SGD update of every seed inside one ``fori_loop``; no
   observation), calibrated to run ≥ ``min_seconds`` and timed at steady state (best of
-  ``repeats``). ``steps_per_s_per_seed`` = steps × seeds / seconds: SGD steps per second, summed
-  over the seeds, i.e. the rate at which seed-steps of a study are produced.
+  ``repeats``). ``seed_steps_per_s`` = steps × seeds / seconds: SGD steps per second, summed
+  over the seeds, i.e. the rate at which seed-steps of a study are produced;
+  ``steps_per_s_each_seed`` = that rate over the number of seeds (each seed's own rate).
 - PyTorch reference (``torch_reference=True`` and torch installed): one seed at a time, the way
   the notebooks (qkov.md §2–§4, ``Fig-2_CACO_FAFO Experiments.ipynb``) write it: every sequence
   drawn with its own ``choice`` calls (NumPy's Generator; the notebooks' ``np.random.choice``), ``F.one_hot(...).float()`` inputs, four bias-free
@@ -86,7 +87,7 @@ def time_attndyn(config: CircuitsConfig, min_seconds: float, repeats: int) -> di
     n = _calibrate(run, min_seconds)
     seconds, cpu = _best(lambda: run(n), repeats)
     return {
-        "steps_per_s_per_seed": n * config.seeds / seconds,
+        "seed_steps_per_s": n * config.seeds / seconds,
         "steps_timed": n,
         "seconds_timed": seconds,
         "cpus_used": cpu / seconds,
@@ -185,7 +186,7 @@ def time_torch(
     finally:
         torch.set_num_threads(default_threads)
     return {
-        "steps_per_s_per_seed": n / seconds,
+        "seed_steps_per_s": n / seconds,
         "steps_timed": n,
         "cpus_used": cpu / seconds,
         "threads": used_threads,
@@ -225,7 +226,7 @@ def run_circuits_benchmark(
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     say(f"circuits FAFO, batch {config.batch}, seq_len {config.seq_len}, {seeds} seeds: attndyn")
     sim = time_attndyn(config, min_seconds, repeats)
-    rate = sim["steps_per_s_per_seed"]
+    rate = sim["seed_steps_per_s"]
     row = {
         "model": "circuits FAFO",
         "param": config.param,
@@ -234,13 +235,14 @@ def run_circuits_benchmark(
         "vocab": config.vocab,
         "seeds": seeds,
         "dtype": config.dtype,
-        "steps_per_s_per_seed": rate,
+        "seed_steps_per_s": rate,
+        "steps_per_s_each_seed": rate / seeds,
         "steps_timed": sim["steps_timed"],
         "seconds_timed": sim["seconds_timed"],
         "cpus_used": sim["cpus_used"],
         "diverged_seeds": sim["diverged_seeds"],
         "paper_preset_minutes": PAPER_STEPS * PAPER_SEEDS / rate / 60,
-        "torch_steps_per_s_per_seed": None,
+        "torch_seed_steps_per_s": None,
         "torch_steps_timed": None,
         "torch_cpus_used": None,
         "torch_threads": None,
@@ -256,27 +258,27 @@ def run_circuits_benchmark(
         "jax_version": jax.__version__,
         "quick": quick,
     }
-    say(f"  {rate:.4g} steps/s per seed")
+    say(f"  {rate:.4g} seed-steps/s ({rate / seeds:.4g} steps/s for each of {seeds} seeds)")
     if use_torch:
         say("  PyTorch reference (notebook style, one seed) ...")
         ref = time_torch(config, min_seconds, repeats)
         one = time_torch(config, min_seconds, repeats, threads=1)
-        speedup = rate / ref["steps_per_s_per_seed"]
-        best = max(ref["steps_per_s_per_seed"], one["steps_per_s_per_seed"])
+        speedup = rate / ref["seed_steps_per_s"]
+        best = max(ref["seed_steps_per_s"], one["seed_steps_per_s"])
         row.update(
-            torch_steps_per_s_per_seed=ref["steps_per_s_per_seed"],
+            torch_seed_steps_per_s=ref["seed_steps_per_s"],
             torch_steps_timed=ref["steps_timed"],
             torch_cpus_used=ref["cpus_used"],
             torch_threads=ref["threads"],
             torch_version=ref["version"],
             speedup_vs_torch_reference=speedup,
-            torch_steps_per_s_1thread=one["steps_per_s_per_seed"],
+            torch_steps_per_s_1thread=one["seed_steps_per_s"],
             speedup_vs_best_torch=rate / best,
             target_met=bool(speedup >= TARGET),
         )
         say(
-            f"  torch {ref['steps_per_s_per_seed']:.4g} steps/s "
-            f"({one['steps_per_s_per_seed']:.4g} with one thread), speedup {speedup:.3g} "
+            f"  torch {ref['seed_steps_per_s']:.4g} steps/s "
+            f"({one['seed_steps_per_s']:.4g} with one thread), speedup {speedup:.3g} "
             f"({rate / best:.3g} vs the faster)"
         )
     return [row]
