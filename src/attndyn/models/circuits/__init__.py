@@ -22,6 +22,8 @@ from attndyn.models.circuits.config import CircuitsConfig
 from attndyn.models.circuits.observables import attention_observables, circuit_observables
 
 NAME = "circuits"
+SUMMARY = ("loss", "accuracy", "attn_distinct", "frac_sharp", "separability", "qk_fro", "ov_fro")
+"""Observables ``attndyn simulate circuits`` prints at the final time."""
 Config = CircuitsConfig
 
 __all__ = ["NAME", "Config", "CircuitsConfig", "build", "simulate", "test_set"]
