@@ -23,9 +23,16 @@ def integrate(
     Where the solver stops early (a terminal event, a blow-up), the remaining columns are NaN.
     """
     times = np.asarray(times, dtype=np.float64)
-    sol = solve_ivp(rhs, (0.0, float(times[-1])), np.asarray(y0, dtype=np.float64),
-                    method=method, t_eval=times, rtol=rtol, atol=rtol * atol_factor,
-                    events=events)
+    sol = solve_ivp(
+        rhs,
+        (0.0, float(times[-1])),
+        np.asarray(y0, dtype=np.float64),
+        method=method,
+        t_eval=times,
+        rtol=rtol,
+        atol=rtol * atol_factor,
+        events=events,
+    )
     out = np.full((len(y0), len(times)), np.nan)
     out[:, : sol.y.shape[1]] = sol.y
     return out
