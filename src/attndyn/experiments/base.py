@@ -74,6 +74,18 @@ class RunContext:
         self.run_ids.append(traj.attrs["run_id"])
         return traj
 
+    def compute(self, name: str, config: RunConfig, fn) -> xr.Dataset:
+        """Store ``fn()`` (a Trajectory) as the run ``run_id(name, config)``, or read it back if
+        stored: for an experiment's own model (e.g. circuits-fixed-attention) that is neither a
+        registered family nor its theory."""
+        from attndyn.api import _cached
+        from attndyn.core.config import run_id
+
+        rid = run_id(name, config)
+        traj, _ = _cached(rid, fn, self.store, self.force)
+        self.run_ids.append(rid)
+        return traj
+
     def predict(self, family: str, **values) -> xr.Dataset:
         from attndyn.api import make_theory_config, run_theory_config
 

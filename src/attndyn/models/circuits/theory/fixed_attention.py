@@ -43,7 +43,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field, field_validator
 
-from attndyn.core.config import RunConfig, canonical, run_id
+from attndyn.core.config import RunConfig, canonical
 from attndyn.core.grids import record_steps
 from attndyn.core.trainer import Problem, train
 from attndyn.core.trajectory import make_trajectory
@@ -257,9 +257,4 @@ def simulate(config: FixedAttentionConfig, seeds=None) -> xr.Dataset:
 
 def stored_run(config: FixedAttentionConfig, ctx) -> xr.Dataset:
     """:func:`simulate` through an experiment's RunContext store (reused unless forced)."""
-    from attndyn.api import _cached
-
-    rid = run_id(RUN_FAMILY, config)
-    traj, _ = _cached(rid, lambda: simulate(config), ctx.store, ctx.force)
-    ctx.run_ids.append(rid)
-    return traj
+    return ctx.compute(RUN_FAMILY, config, lambda: simulate(config))
