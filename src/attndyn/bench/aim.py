@@ -45,14 +45,14 @@ import math
 import os
 import platform
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import metadata
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attndyn.bench.timing import best_time, calibrated_best, torch_threads
 from attndyn.core.trainer import init_seeds, make_advance
 from attndyn.models.aim import AIMConfig, build
 
@@ -83,18 +83,6 @@ def flops_per_sample(d: int, L: int, r: int, r_star: int) -> int:
     return 2 * L * (d + L) * (2 * r + r_star)
 
 
-def _best_time(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
-    """(best wall seconds over ``repeats`` calls, process CPU seconds of that call)."""
-    best, cpu = math.inf, math.nan
-    for _ in range(repeats):
-        c0, t0 = time.process_time(), time.perf_counter()
-        fn()
-        t = time.perf_counter() - t0
-        if t < best:
-            best, cpu = t, time.process_time() - c0
-    return best, cpu
-
-
 def matmul_peak(n: int = PEAK_N, repeats: int = 5) -> dict:
     """float32 n×n GEMM throughput in GFLOP/s with numpy and with jitted ``jnp.dot`` (best of
     ``repeats`` after one warm-up each); the peak is the larger of the two. Also GFLOP per
@@ -104,11 +92,11 @@ def matmul_peak(n: int = PEAK_N, repeats: int = 5) -> dict:
     b = rng.standard_normal((n, n), dtype=np.float32)
     flops = 2.0 * n**3
     a @ b
-    t_np, cpu_np = _best_time(lambda: a @ b, repeats)
+    t_np, cpu_np = best_time(lambda: a @ b, repeats)
     dot = jax.jit(jnp.dot)
     ja, jb = jnp.asarray(a), jnp.asarray(b)
     jax.block_until_ready(dot(ja, jb))
-    t_jax, cpu_jax = _best_time(lambda: jax.block_until_ready(dot(ja, jb)), repeats)
+    t_jax, cpu_jax = best_time(lambda: jax.block_until_ready(dot(ja, jb)), repeats)
     numpy_gflops, jax_gflops = flops / t_np / 1e9, flops / t_jax / 1e9
     source = "jax" if jax_gflops >= numpy_gflops else "numpy"
     return {
@@ -118,21 +106,6 @@ def matmul_peak(n: int = PEAK_N, repeats: int = 5) -> dict:
         "peak_source": f"{source} float32 {n}x{n} matmul",
         "matmul_peak_gflops_per_cpu_s": flops / min(cpu_np, cpu_jax) / 1e9,
     }
-
-
-def _calibrated_best(run: Callable[[int], None], min_seconds: float, repeats: int):
-    """Grow the step count until one run takes ≥ min_seconds/5, scale it to min_seconds, then
-    return (steps, best wall seconds over ``repeats`` runs, process CPU seconds of that run)."""
-    n = 8
-    while True:
-        t0 = time.perf_counter()
-        run(n)
-        t = time.perf_counter() - t0
-        if t >= min_seconds / 5:
-            break
-        n *= 4
-    n = max(n, math.ceil(n * min_seconds / t))
-    return n, *_best_time(lambda: run(n), repeats)
 
 
 def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
@@ -150,7 +123,7 @@ def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
         k += n
 
     run(1)  # compile (the step bounds are traced, so no recompilation below)
-    steps, seconds, cpu_seconds = _calibrated_best(run, min_seconds, repeats)
+    steps, seconds, cpu_seconds = calibrated_best(run, min_seconds, repeats)
     return {
         "samples_per_s": steps * config.batch * config.seeds / seconds,
         "steps_timed": steps,
@@ -209,12 +182,8 @@ def time_torch(config: AIMConfig, min_seconds: float, repeats: int, threads: int
     """samples/s of the PyTorch eager loop for ``config.seeds`` seeds run one after another
     (time of one seed × seeds; every seed costs the same), with torch's default intra-op threads
     (``threads=None``) or ``torch.set_num_threads(threads)`` for the duration."""
-    import torch
 
-    default_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         step = torch_step_fn(config)
 
         def run(n: int) -> None:
@@ -222,9 +191,7 @@ def time_torch(config: AIMConfig, min_seconds: float, repeats: int, threads: int
                 step()
 
         run(3)  # warm-up
-        steps, seconds, _ = _calibrated_best(run, min_seconds, repeats)
-    finally:
-        torch.set_num_threads(default_threads)
+        steps, seconds, _ = calibrated_best(run, min_seconds, repeats)
     return {
         "samples_per_s": steps * config.batch * config.seeds / (seconds * config.seeds),
         "steps": steps,

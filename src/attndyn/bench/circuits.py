@@ -29,12 +29,11 @@ from __future__ import annotations
 import math
 import os
 import sys
-import time
-from collections.abc import Callable
 
 import jax
 import numpy as np
 
+from attndyn.bench.timing import calibrated_best, torch_threads
 from attndyn.core.trainer import init_seeds, make_advance
 from attndyn.models.circuits import CircuitsConfig, build
 
@@ -46,28 +45,6 @@ PAPER_STEPS, PAPER_SEEDS = 625_000, 5
 def bench_config(seeds: int = SEEDS, param: str = "FAFO") -> CircuitsConfig:
     """FAFO, V = 50, batch 32, seq_len 64, η_QK = η_OV = 0.01 (Row-1 notebook), float32."""
     return CircuitsConfig(param=param, batch=32, seq_len=64, seeds=seeds, lr=0.01, test_size=32)
-
-
-def _best(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
-    best, cpu = math.inf, math.nan
-    for _ in range(repeats):
-        c0, t0 = time.process_time(), time.perf_counter()
-        fn()
-        t = time.perf_counter() - t0
-        if t < best:
-            best, cpu = t, time.process_time() - c0
-    return best, cpu
-
-
-def _calibrate(run: Callable[[int], None], min_seconds: float, start: int = 8) -> int:
-    n = start
-    while True:
-        t0 = time.perf_counter()
-        run(n)
-        t = time.perf_counter() - t0
-        if t >= min_seconds / 5:
-            return max(n, math.ceil(n * min_seconds / t))
-        n *= 4
 
 
 def time_attndyn(config: CircuitsConfig, min_seconds: float, repeats: int) -> dict:
@@ -84,8 +61,7 @@ def time_attndyn(config: CircuitsConfig, min_seconds: float, repeats: int) -> di
         k += n
 
     run(1)  # compile; the step bounds are traced, so nothing recompiles below
-    n = _calibrate(run, min_seconds)
-    seconds, cpu = _best(lambda: run(n), repeats)
+    n, seconds, cpu = calibrated_best(run, min_seconds, repeats)
     return {
         "seed_steps_per_s": n * config.seeds / seconds,
         "steps_timed": n,
@@ -169,10 +145,7 @@ def time_torch(
     (``threads=None``) or ``torch.set_num_threads(threads)`` for the duration."""
     import torch
 
-    default_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         step = torch_reference_loop(config)
 
         def run(n: int) -> None:
@@ -180,11 +153,8 @@ def time_torch(
                 step()
 
         run(3)  # warm-up
-        n = _calibrate(run, min_seconds, start=4)
-        seconds, cpu = _best(lambda: run(n), repeats)
+        n, seconds, cpu = calibrated_best(run, min_seconds, repeats, start=4)
         used_threads = torch.get_num_threads()
-    finally:
-        torch.set_num_threads(default_threads)
     return {
         "seed_steps_per_s": n / seconds,
         "steps_timed": n,

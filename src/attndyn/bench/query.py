@@ -25,16 +25,14 @@ machine the run had; on a shared machine every number is noisy.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
-import time
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attndyn.bench.timing import calibrated_best
 from attndyn.core.config import validate
 from attndyn.core.trainer import init_seeds, make_advance
 
@@ -48,32 +46,6 @@ def bench_config(d: int, n_nuisance: int, **overrides):
     values = dict(d=d, n_nuisance=n_nuisance, seeds=1, batch=1, eval_samples=0)
     values.update(overrides)
     return validate(Config, values)
-
-
-def _best_time(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
-    best, cpu = math.inf, math.nan
-    for _ in range(repeats):
-        c0, t0 = time.process_time(), time.perf_counter()
-        fn()
-        t = time.perf_counter() - t0
-        if t < best:
-            best, cpu = t, time.process_time() - c0
-    return best, cpu
-
-
-def _calibrated(run: Callable[[int], None], min_seconds: float, repeats: int):
-    """(steps, best wall seconds, CPU seconds): grow the count until one run takes ≥
-    min_seconds/4, scale it to min_seconds, best of ``repeats``."""
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        run(n)
-        t = time.perf_counter() - t0
-        if t >= min_seconds / 4:
-            break
-        n *= 4
-    n = max(n, math.ceil(n * min_seconds / t))
-    return n, *_best_time(lambda: run(n), repeats)
 
 
 def time_simulator(config, min_seconds: float, repeats: int) -> dict:
@@ -92,7 +64,7 @@ def time_simulator(config, min_seconds: float, repeats: int) -> dict:
         k += n
 
     run(1)  # compile
-    steps, seconds, cpu = _calibrated(run, min_seconds, repeats)
+    steps, seconds, cpu = calibrated_best(run, min_seconds, repeats)
     return {"steps_per_s": steps / seconds, "steps_timed": steps, "cpus_used": cpu / seconds}
 
 
@@ -117,7 +89,7 @@ def time_jax_draw(config, min_seconds: float, repeats: int) -> float:
         jax.block_until_ready(draws(key, n))
 
     run(1)
-    steps, seconds, _ = _calibrated(run, min_seconds, repeats)
+    steps, seconds, _ = calibrated_best(run, min_seconds, repeats)
     return seconds / steps
 
 
@@ -174,8 +146,8 @@ def time_numpy(config, min_seconds: float, repeats: int) -> dict:
             draw()
 
     run_steps(1)
-    steps, seconds, _ = _calibrated(run_steps, min_seconds, repeats)
-    draws, draw_seconds, _ = _calibrated(run_draws, min_seconds, repeats)
+    steps, seconds, _ = calibrated_best(run_steps, min_seconds, repeats)
+    draws, draw_seconds, _ = calibrated_best(run_draws, min_seconds, repeats)
     return {"numpy_steps_per_s": steps / seconds, "numpy_draw_s": draw_seconds / draws}
 
 

@@ -1,0 +1,53 @@
+"""Timing helpers shared by the benchmarks: best-of-n wall time with its CPU time, a step count
+calibrated to a minimum duration, and torch's intra-op threads set for a block."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+
+def best_time(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """(best wall seconds over ``repeats`` calls, process CPU seconds of that call)."""
+    best, cpu = math.inf, math.nan
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        t = time.perf_counter() - t0
+        if t < best:
+            best, cpu = t, time.process_time() - c0
+    return best, cpu
+
+
+def calibrated_best(
+    run: Callable[[int], None], min_seconds: float, repeats: int, start: int = 8
+) -> tuple[int, float, float]:
+    """Grow the step count n (from ``start``, ×4) until ``run(n)`` takes ≥ min_seconds/5, scale it
+    to min_seconds, then return (n, best wall seconds over ``repeats`` runs, their CPU seconds)."""
+    n = start
+    while True:
+        t0 = time.perf_counter()
+        run(n)
+        t = time.perf_counter() - t0
+        if t >= min_seconds / 5:
+            break
+        n *= 4
+    n = max(n, math.ceil(n * min_seconds / t))
+    return n, *best_time(lambda: run(n), repeats)
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's default intra-op threads (``None``) or ``torch.set_num_threads(threads)`` inside
+    the block, restored after it."""
+    import torch
+
+    default = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(default)
