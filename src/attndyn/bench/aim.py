@@ -44,7 +44,6 @@ from __future__ import annotations
 import math
 import os
 import platform
-import sys
 from collections.abc import Sequence
 from importlib import metadata
 
@@ -52,7 +51,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.bench.timing import best_time, calibrated_best, torch_threads
+from attndyn.bench.timing import (
+    best_time,
+    calibrated_best,
+    progress,
+    torch_reference_status,
+    torch_threads,
+)
 from attndyn.core.trainer import init_seeds, make_advance
 from attndyn.models.aim import AIMConfig, build
 
@@ -225,14 +230,6 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _torch_available() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def run_benchmark(
     quick: bool = False,
     torch_reference: bool = True,
@@ -249,18 +246,10 @@ def run_benchmark(
     min_seconds, repeats = (0.1, 1) if quick else (1.0, 3)
     torch_min_seconds, torch_repeats = (0.1, 1) if quick else (1.0, 2)
 
-    def say(msg: str) -> None:
-        if log:
-            print(msg, file=sys.stderr, flush=True)
-
-    use_torch = torch_reference and _torch_available()
-    if not torch_reference:
-        torch_note = "not requested (--no-torch)"
-    elif not use_torch:
-        torch_note = "torch not installed (pip install 'attndyn[bench]')"
+    say = progress(log)
+    use_torch, torch_note = torch_reference_status(torch_reference)
+    if torch_reference and not use_torch:
         say(f"PyTorch reference skipped: {torch_note}")
-    else:
-        torch_note = None
 
     peak_repeats = 5 if quick else 10
     say(f"float32 {PEAK_N}x{PEAK_N} matmul peak (before the rows) ...")

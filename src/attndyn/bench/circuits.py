@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 
 import jax
 import numpy as np
 
-from attndyn.bench.timing import calibrated_best, torch_threads
+from attndyn.bench.timing import calibrated_best, progress, torch_reference_status, torch_threads
 from attndyn.core.trainer import init_seeds, make_advance
 from attndyn.models.circuits import CircuitsConfig, build
 
@@ -164,14 +163,6 @@ def time_torch(
     }
 
 
-def _torch_available() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def run_circuits_benchmark(
     quick: bool = False, torch_reference: bool = True, log: bool = True, seeds: int = SEEDS
 ) -> list[dict]:
@@ -180,18 +171,10 @@ def run_circuits_benchmark(
     ``quick``: ≈0.2 s per timing, one repetition (smoke runs); otherwise ≥ 2 s, best of 3."""
     min_seconds, repeats = (0.2, 1) if quick else (2.0, 3)
 
-    def say(msg: str) -> None:
-        if log:
-            print(msg, file=sys.stderr, flush=True)
-
-    use_torch = torch_reference and _torch_available()
-    if not torch_reference:
-        note = "not requested (--no-torch)"
-    elif not use_torch:
-        note = "torch not installed (pip install 'attndyn[bench]')"
+    say = progress(log)
+    use_torch, note = torch_reference_status(torch_reference)
+    if torch_reference and not use_torch:
         say(f"PyTorch reference skipped: {note}")
-    else:
-        note = None
     config = bench_config(seeds)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     say(f"circuits FAFO, batch {config.batch}, seq_len {config.seq_len}, {seeds} seeds: attndyn")

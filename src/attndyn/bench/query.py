@@ -26,13 +26,12 @@ machine the run had; on a shared machine every number is noisy.
 from __future__ import annotations
 
 import os
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.bench.timing import calibrated_best
+from attndyn.bench.timing import calibrated_best, progress
 from attndyn.core.config import validate
 from attndyn.core.trainer import init_seeds, make_advance
 
@@ -174,9 +173,7 @@ def run_query_benchmark(
 
     min_seconds, repeats = (0.2, 1) if quick else (1.0, 3)
 
-    def say(msg: str) -> None:
-        if log:
-            print(msg, file=sys.stderr, flush=True)
+    say = progress(log)
 
     configs = [
         bench_config(d, n_nuisance, stream="whole"),

@@ -4,6 +4,7 @@ calibrated to a minimum duration, and torch's intra-op threads set for a block."
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -51,3 +52,24 @@ def torch_threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(default)
+
+
+def torch_reference_status(requested: bool) -> tuple[bool, str | None]:
+    """(time the PyTorch reference?, why not): torch is optional (the ``bench`` extra)."""
+    if not requested:
+        return False, "not requested (--no-torch)"
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False, "torch not installed (pip install 'attndyn[bench]')"
+    return True, None
+
+
+def progress(log: bool) -> Callable[[str], None]:
+    """A ``say(msg)`` that prints progress to stderr when ``log`` (stdout stays JSON-clean)."""
+
+    def say(msg: str) -> None:
+        if log:
+            print(msg, file=sys.stderr, flush=True)
+
+    return say

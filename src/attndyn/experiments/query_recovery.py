@@ -195,38 +195,33 @@ def _track_law(config: Config) -> dict[str, Any]:
     )
 
 
-def tracking_values(config: Config, eta: float) -> dict[str, Any]:
-    steps = int(round(config.track_time / eta))
+def _constant_step_values(
+    config: Config, eta: float, time: float, init: float, records: int
+) -> dict[str, Any]:
+    """Full-sampler runs of the tracking law at a constant step η up to ODE time ``time``."""
     return dict(
         _common(config),
         **_track_law(config),
         seeds=config.track_seeds,
-        t_max=steps,
+        t_max=int(round(time / eta)),
         schedule="constant",
         eta0=eta,
         batch=1,
-        init_overlap=config.track_init,
+        init_overlap=init,
         sampler="full",
-        records=config.track_records,
+        records=records,
         grid="linear",
+    )
+
+
+def tracking_values(config: Config, eta: float) -> dict[str, Any]:
+    return _constant_step_values(
+        config, eta, config.track_time, config.track_init, config.track_records
     )
 
 
 def plateau_values(config: Config, eta: float) -> dict[str, Any]:
-    steps = int(round(config.plateau_time / eta))
-    return dict(
-        _common(config),
-        **_track_law(config),
-        seeds=config.track_seeds,
-        t_max=steps,
-        schedule="constant",
-        eta0=eta,
-        batch=1,
-        init_overlap=config.plateau_init,
-        sampler="full",
-        records=41,
-        grid="linear",
-    )
+    return _constant_step_values(config, eta, config.plateau_time, config.plateau_init, 41)
 
 
 def pole_noise(config: Config) -> float:
