@@ -45,10 +45,10 @@ def test_unknown_family_exit_2(tmp_path):
 
 
 def test_bench_unknown_family_exit_2():
-    proc = attndyn("bench", "--family", "bogus")
+    proc = attndyn("bench", "--name", "bogus")
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'family'" in lines[0] and "circuits" in lines[0]
+    assert len(lines) == 1 and "'name'" in lines[0] and "circuits" in lines[0]
 
 
 def test_simulate_stores_then_reuses_and_query_reads_it(tmp_path):

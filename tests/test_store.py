@@ -10,8 +10,9 @@ import pytest
 import xarray as xr
 
 import attndyn
-from attndyn.api import make_config, run_config
 from attndyn.core.config import run_id
+from attndyn.runs import family_config as make_config
+from attndyn.runs import simulation as run_config
 from attndyn.store import Store, StoreError, connect
 
 

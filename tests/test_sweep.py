@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import attndyn
-from attndyn.api import make_config
 from attndyn.models import aim
+from attndyn.runs import family_config as make_config
 from attndyn.store import Store, connect
 from attndyn.sweep import load_spec, run_sweep
 

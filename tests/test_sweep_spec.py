@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 
-from attndyn.api import make_config
 from attndyn.core.config import run_id
 from attndyn.errors import InputError
 from attndyn.experiments.runner import experiment_config, experiment_key
+from attndyn.runs import family_config as make_config
 from attndyn.sweep import load_spec, make_tasks, parse_spec, plan_sweep
 
 ISSUE_SPEC = """

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,38 +11,9 @@ import duckdb
 import pandas as pd
 import xarray as xr
 
-from attndyn.core.config import RunConfig, run_id, validate
-from attndyn.models import get_family, get_theory
+from attndyn import runs
+from attndyn.experiments.runner import ExperimentOutcome, run_experiment
 from attndyn.store import Store, connect, results_dir
-
-
-def make_config(family: str, values: dict[str, Any]) -> RunConfig:
-    """Validate ``values`` against the family's config (InputError on bad input)."""
-    return validate(get_family(family).Config, values)
-
-
-def run_config(
-    family: str, config: RunConfig, store: Store | None = None, force: bool = False
-) -> tuple[xr.Dataset, bool]:
-    """Simulate ``config``; with a store, reuse a stored run unless ``force``.
-
-    Returns (trajectory, reused).
-    """
-    module = get_family(family)
-    return _cached(run_id(family, config), lambda: module.simulate(config), store, force)
-
-
-def _cached(rid: str, compute, store: Store | None, force: bool) -> tuple[xr.Dataset, bool]:
-    """Read run ``rid`` from the store, or compute, time and store it."""
-    if store is not None and store.exists(rid) and not force:
-        return store.read(rid), True
-    start = time.perf_counter()
-    traj = compute()
-    wall = time.perf_counter() - start
-    traj.attrs["run_id"] = rid
-    if store is not None:
-        store.write(traj, rid, wall_s=wall)
-    return traj, False
 
 
 def simulate(
@@ -59,22 +29,9 @@ def simulate(
     the run is stored in that results folder, and a stored run with the same config is read back
     instead of recomputed unless ``force=True``.
     """
-    cfg = make_config(family, config)
-    traj, _ = run_config(family, cfg, Store(out) if out is not None else None, force)
+    cfg = runs.family_config(family, config)
+    traj, _ = runs.simulation(family, cfg, Store(out) if out is not None else None, force)
     return traj
-
-
-def make_theory_config(family: str, values: dict[str, Any]) -> RunConfig:
-    """Validate ``values`` against the family's theory config."""
-    return validate(get_theory(family).Config, values)
-
-
-def run_theory_config(
-    family: str, config: RunConfig, store: Store | None = None, force: bool = False
-) -> tuple[xr.Dataset, bool]:
-    """Integrate the theory for ``config``; stored like a run (kind ``theory``)."""
-    module = get_theory(family)
-    return _cached(run_id(f"{family}:theory", config), lambda: module.predict(config), store, force)
 
 
 def predict(
@@ -86,8 +43,8 @@ def predict(
 ) -> xr.Dataset:
     """The theory's Trajectory for one configuration (same names and time grid as
     ``simulate``; no seed axis). With ``out`` it is stored as a run of kind ``theory``."""
-    cfg = make_theory_config(family, config)
-    traj, _ = run_theory_config(family, cfg, Store(out) if out is not None else None, force)
+    cfg = runs.theory_config(family, config)
+    traj, _ = runs.theory(family, cfg, Store(out) if out is not None else None, force)
     return traj
 
 
@@ -98,11 +55,9 @@ def run(
     out: str | os.PathLike | None = None,
     force: bool = False,
     **overrides: Any,
-):
+) -> ExperimentOutcome:
     """Run a registered experiment: returns an outcome with ``claims``, ``summary``,
     ``run_ids``, ``figure`` and the raw ``results`` (Trajectories)."""
-    from attndyn.experiments.runner import run_experiment
-
     return run_experiment(name, preset, overrides, out=out, force=force)
 
 

@@ -17,9 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from attndyn.errors import InputError
-from attndyn.models import get_family, get_theory
-from attndyn.store import StoreError
+from attndyn.errors import AttndynError, InputError, StoreError
 
 app = typer.Typer(
     add_completion=False,
@@ -49,18 +47,14 @@ def _values(set_: list[str] | None, seeds: int | None = None) -> dict:
     return values
 
 
-SUMMARY = ("loss", "t_1", "q_11", "q_12", "p_12", "pplus_12", "pminus_12", "m_1", "tA_1", "tB_1")
-"""Observables shown by ``simulate`` and ``predict`` unless the family's (or its theory's) module
-declares its own ``SUMMARY``; if none of them is in the run, its first 10 observables."""
-
-
-def _final_summary(traj, module=None) -> dict[str, dict[str, float]]:
-    names = [n for n in getattr(module, "SUMMARY", SUMMARY) if n in traj]
+def _final_summary(traj, names) -> dict[str, dict[str, float]]:
+    """Mean and std over seeds at the final time of the observables ``names`` that the run has
+    (the family's or its theory's ``SUMMARY``); its first 10 observables if it has none."""
+    shown = [n for n in names if n in traj] or list(traj.data_vars)[:10]
     out = {}
-    for name in names or list(traj.data_vars)[:10]:
-        if name in traj:
-            final = np.asarray(traj[name].isel(time=-1).values, dtype=float)
-            out[name] = {"mean": float(np.mean(final)), "std": float(np.std(final))}
+    for name in shown:
+        final = np.asarray(traj[name].isel(time=-1).values, dtype=float)
+        out[name] = {"mean": float(np.mean(final)), "std": float(np.std(final))}
     return out
 
 
@@ -84,14 +78,15 @@ def simulate(
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
-    from attndyn.api import make_config, run_config
+    from attndyn import runs
+    from attndyn.models import get_family
     from attndyn.store import Store
 
-    config = make_config(family, _values(set_, seeds))
+    config = runs.family_config(family, _values(set_, seeds))
     store = Store(out)
-    traj, reused = run_config(family, config, store, force)
+    traj, reused = runs.simulation(family, config, store, force)
     rid = traj.attrs["run_id"]
-    summary = _final_summary(traj, get_family(family))
+    summary = _final_summary(traj, get_family(family).SUMMARY)
     diverged = [int(s) for s in traj["seed"].values[traj["diverged"].values]]
     if as_json:
         payload = {
@@ -127,14 +122,15 @@ def predict(
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
 ) -> None:
     """Integrate the theory for one configuration and store it (kind 'theory')."""
-    from attndyn.api import make_theory_config, run_theory_config
+    from attndyn import runs
+    from attndyn.models import get_theory
     from attndyn.store import Store
 
-    config = make_theory_config(family, _values(set_))
+    config = runs.theory_config(family, _values(set_))
     store = Store(out)
-    traj, reused = run_theory_config(family, config, store, force)
+    traj, reused = runs.theory(family, config, store, force)
     rid = traj.attrs["run_id"]
-    summary = _final_summary(traj, get_theory(family))
+    summary = _final_summary(traj, get_theory(family).SUMMARY)
     if as_json:
         payload = {
             "run_id": rid,
@@ -468,87 +464,48 @@ def bench(
     torch_reference: Annotated[
         bool, typer.Option("--torch/--no-torch", help="time the PyTorch eager reference")
     ] = True,
-    family: Annotated[
+    name: Annotated[
         str,
         typer.Option(
-            help="aim (simulator), aim-theory (hierarchy and flow), circuits, query, or all"
+            "--name",
+            help="a benchmark that a family declares (attndyn bench --list), or all",
         ),
     ] = "aim",
+    list_: Annotated[bool, typer.Option("--list", help="list the benchmarks")] = False,
 ) -> None:
-    """Benchmarks (BENCHMARKS.md): each simulator against matmul peak or a reference
-    implementation timed in the same run, the theory against the simulator. Every JSON row carries
-    its ``family``."""
-    allowed = ("aim", "aim-theory", "circuits", "query", "all")
-    if family not in allowed:
-        raise InputError(
-            f"invalid value for 'family': must be one of {', '.join(allowed)} ({family!r})"
-        )
+    """Benchmarks (BENCHMARKS.md) that the families declare: each simulator against matmul peak
+    or a reference implementation timed in the same run. Every JSON row carries its
+    ``benchmark`` and ``family``."""
+    from attndyn.models import benchmarks
+
+    found = benchmarks()
+    if list_:
+        table = Table(title="benchmarks (attndyn bench --name NAME)")
+        for col in ("name", "family", "description"):
+            table.add_column(col)
+        for bench_name, (family, b) in sorted(found.items()):
+            table.add_row(bench_name, family, b.description)
+        console.print(table)
+        return
+    if name != "all" and name not in found:
+        allowed = ", ".join([*sorted(found), "all"])
+        raise InputError(f"invalid value for 'name': must be one of {allowed} (got {name!r})")
+    chosen = sorted(found) if name == "all" else [name]
     rows: list[dict] = []
-    if family in ("aim", "all"):
-        from attndyn.bench.aim import run_benchmark
-
-        sim_rows = run_benchmark(quick=quick, torch_reference=torch_reference, log=not as_json)
-        rows += [{"family": "aim", **row} for row in sim_rows]
-    if family in ("aim-theory", "all"):
-        from attndyn.bench.theory import run_theory_benchmark
-
-        rows += run_theory_benchmark(quick=quick)
-    if family in ("circuits", "all"):
-        from attndyn.bench.circuits import run_circuits_benchmark
-
-        circuit_rows = run_circuits_benchmark(quick=quick, torch_reference=torch_reference)
-        rows += [{**row, "family": "circuits"} for row in circuit_rows]
-    if family in ("query", "all"):
-        from attndyn.bench.query import run_query_benchmark
-
-        rows += [{**row, "family": "query"} for row in run_query_benchmark(quick=quick)]
+    for bench_name in chosen:
+        family, b = found[bench_name]
+        produced = b.run(quick=quick, torch_reference=torch_reference, log=not as_json)
+        rows += [{**row, "benchmark": bench_name, "family": family} for row in produced]
+        if not as_json:
+            cols = list(b.columns) or [k for k in produced[0] if k not in ("benchmark", "family")]
+            table = Table(title=f"benchmark: {bench_name}")
+            for col in cols:
+                table.add_column(col, justify="right")
+            for row in produced:
+                table.add_row(*[_fmt(row.get(c)) for c in cols])
+            console.print(table)
     if as_json:
         print(json.dumps(_json_safe(rows)))
-        return
-    for fam in dict.fromkeys(row["family"] for row in rows):
-        selected = [row for row in rows if row["family"] == fam]
-        cols = BENCH_COLUMNS.get(fam) or [k for k in selected[0] if k != "family"]
-        table = Table(title=f"benchmark: {fam}")
-        for col in cols:
-            table.add_column(col, justify="right")
-        for row in selected:
-            table.add_row(*[_fmt(row.get(c)) for c in cols])
-        console.print(table)
-
-
-BENCH_COLUMNS = {
-    "aim": [
-        "d",
-        "batch",
-        "samples_per_s",
-        "gflops",
-        "fraction_of_matmul_peak",
-        "fraction_of_matmul_peak_cpu_time",
-        "speedup_vs_torch_eager",
-        "speedup_vs_best_torch",
-    ],
-    "aim-theory": ["name", "d", "horizon", "seconds", "ratio_to_simulator", "target_met"],
-    "circuits": [
-        "seeds",
-        "seed_steps_per_s",
-        "steps_per_s_each_seed",
-        "torch_seed_steps_per_s",
-        "torch_steps_per_s_1thread",
-        "speedup_vs_torch_reference",
-        "speedup_vs_best_torch",
-        "paper_preset_minutes",
-    ],
-    "query": [
-        "sampler",
-        "d",
-        "n_nuisance",
-        "steps_per_s",
-        "step_over_draw",
-        "speedup_vs_numpy",
-        "speedup_vs_full",
-        "target_met",
-    ],
-}
 
 
 def _fmt(v) -> str:
@@ -560,19 +517,10 @@ def _fmt(v) -> str:
 
 
 def main() -> None:
-    """Entry point: exit 2 with one line on bad input, 1 on storage errors."""
+    """Entry point: an attndyn error prints one line and exits with its code (2 for bad input,
+    1 for storage and executor errors)."""
     try:
         app()  # usage errors (unknown option, missing argument) exit 2 from typer itself
-    except InputError as exc:
+    except AttndynError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    except StoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
-    except Exception as exc:
-        from attndyn.sweep.executors import ExecutorError
-
-        if not isinstance(exc, ExecutorError):
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(exc.exit_code)

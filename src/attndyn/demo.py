@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from attndyn.api import make_config, run_config
+from attndyn import runs
 from attndyn.report.figures import plot_observable
 from attndyn.store import Store
 
@@ -36,10 +36,10 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
     """Run (or reuse) both runs, store them, write the p_12 figure."""
     store = Store(out)
     base = dict(DEMO_BASE, **({"d": d} if d else {}))
-    tied_cfg = make_config("aim", dict(base, param="tied", t_max=TIED_T_MAX))
-    direct_cfg = make_config("aim", dict(base, param="direct", t_max=TIED_T_MAX / 4))
-    tied, reused_t = run_config("aim", tied_cfg, store, force)
-    direct, reused_d = run_config("aim", direct_cfg, store, force)
+    tied_cfg = runs.family_config("aim", dict(base, param="tied", t_max=TIED_T_MAX))
+    direct_cfg = runs.family_config("aim", dict(base, param="direct", t_max=TIED_T_MAX / 4))
+    tied, reused_t = runs.simulation("aim", tied_cfg, store, force)
+    direct, reused_d = runs.simulation("aim", direct_cfg, store, force)
     d_val = tied_cfg.d
     scale = d_val**2 * np.log(d_val)
     for traj in (tied, direct):

@@ -161,13 +161,15 @@ def _row_label(config) -> str:
 
 def run_query_benchmark(
     quick: bool = False,
+    torch_reference: bool = True,
     log: bool = True,
     d: int = 256,
     n_nuisance: int = 10_000,
 ) -> list[dict]:
     """Rows for the full sampler (whole and streamed routes) and, when available, the reduced
     sampler, at (d, n_nuisance) (default 256, 10,000). ``quick``: ≈0.2 s per timing, one
-    repetition; otherwise ≥ 1 s, best of 3."""
+    repetition; otherwise ≥ 1 s, best of 3. The reference is NumPy, so ``torch_reference`` is
+    unused."""
     from attndyn.bench.aim import cpu_model
     from attndyn.models.query import Config
 

@@ -89,7 +89,9 @@ def time_simulator(values: dict, min_steps: int) -> dict:
     return {"per_step_s": per_step, "steps": steps, "seconds": per_step * steps}
 
 
-def run_theory_benchmark(quick: bool) -> list[dict]:
+def run_theory_benchmark(
+    quick: bool = False, torch_reference: bool = True, log: bool = True
+) -> list[dict]:
     """Rows ``hierarchy``, ``matrix-flow`` and ``simulator`` (see the module docstring)."""
     values = bench_config()
     config = validate(AIMTheoryConfig, values)

@@ -1,6 +1,6 @@
 """Validated run configurations, ``key=value`` parsing and canonical hashing.
 
-Every family's config is a pydantic model deriving from :class:`RunConfig`: unknown keys are
+Every family's config is a pydantic model deriving from :class:`SimulationConfig`: unknown keys are
 rejected, values are type-checked, and a failure becomes an :class:`~attndyn.errors.InputError`
 whose one-line message names the field and what is allowed.
 """
@@ -20,17 +20,35 @@ SCHEMA_VERSION = 1
 """Bumped whenever stored results would change meaning; part of every run id."""
 
 
-class RunConfig(BaseModel):
-    """Fields every simulated family shares: seeds, precision and the record grid."""
+class GridConfig(BaseModel):
+    """Fields every run shares, theory included: the horizon and the record grid.
+
+    A subclass defines ``total_steps`` (the number of optimiser steps, or of theory grid steps,
+    that ``t_max`` means for it); the record steps are ``record_steps(total_steps, records,
+    grid)`` (:func:`attndyn.core.grids.record_grid`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    t_max: float = Field(1.0, gt=0, description="horizon on the family's macroscopic time axis")
+    records: int = Field(60, ge=2, le=100_000, description="number of record points")
+    grid: Literal["log", "linear"] = Field("log", description="spacing of the record points")
+
+    @property
+    def total_steps(self) -> int:
+        raise NotImplementedError(f"{type(self).__name__} must define total_steps")
+
+
+class SimulationConfig(GridConfig):
+    """A simulated family's config: the grid plus seeds and precision."""
 
     seeds: int = Field(4, ge=1, le=4096, description="number of seeds, run in parallel with vmap")
     seed: int = Field(0, ge=0, description="first seed; seeds are seed, seed+1, ...")
     dtype: Literal["float32", "float64"] = Field("float32", description="simulation precision")
-    t_max: float = Field(1.0, gt=0, description="horizon on the family's macroscopic time axis")
-    records: int = Field(60, ge=2, le=100_000, description="number of record points")
-    grid: Literal["log", "linear"] = Field("log", description="spacing of the record points")
+
+    @property
+    def seed_list(self) -> list[int]:
+        """The seeds this config runs: ``seed, seed + 1, …, seed + seeds − 1``."""
+        return list(range(self.seed, self.seed + self.seeds))
 
 
 def validate(config_cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:

@@ -27,3 +27,9 @@ def record_steps(total_steps: int, records: int, kind: str = "log") -> np.ndarra
     steps = np.unique(np.round(grid).astype(np.int64))
     steps[-1] = total_steps
     return steps
+
+
+def record_grid(config) -> np.ndarray:
+    """The record steps of a :class:`~attndyn.core.config.GridConfig`:
+    ``record_steps(config.total_steps, config.records, config.grid)``."""
+    return record_steps(config.total_steps, config.records, config.grid)

@@ -13,6 +13,7 @@ publication's setting), and three methods:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,7 +21,8 @@ from typing import Any, ClassVar
 import xarray as xr
 from pydantic import BaseModel, ConfigDict
 
-from attndyn.core.config import RunConfig
+from attndyn import runs
+from attndyn.core.config import SimulationConfig
 
 
 class ExperimentConfig(BaseModel):
@@ -61,37 +63,25 @@ class RunContext:
     run_ids: list[str] = field(default_factory=list)
 
     def simulate(self, family: str, **values) -> xr.Dataset:
-        from attndyn.api import make_config, run_config
+        """The family's simulation of the config ``values`` (stored, reused)."""
+        return self.simulate_config(family, runs.family_config(family, values))
 
-        traj, _ = run_config(family, make_config(family, values), self.store, self.force)
+    def simulate_config(self, family: str, config: SimulationConfig) -> xr.Dataset:
+        traj, _ = runs.simulation(family, config, self.store, self.force)
         self.run_ids.append(traj.attrs["run_id"])
         return traj
 
-    def simulate_config(self, family: str, config: RunConfig) -> xr.Dataset:
-        from attndyn.api import run_config
-
-        traj, _ = run_config(family, config, self.store, self.force)
-        self.run_ids.append(traj.attrs["run_id"])
-        return traj
-
-    def compute(self, name: str, config: RunConfig, fn) -> xr.Dataset:
+    def compute(self, name: str, config: BaseModel, fn: Callable[[], xr.Dataset]) -> xr.Dataset:
         """Store ``fn()`` (a Trajectory) as the run ``run_id(name, config)``, or read it back if
         stored: for an experiment's own model (e.g. circuits-fixed-attention) that is neither a
         registered family nor its theory."""
-        from attndyn.api import _cached
-        from attndyn.core.config import run_id
-
-        rid = run_id(name, config)
-        traj, _ = _cached(rid, fn, self.store, self.force)
-        self.run_ids.append(rid)
+        traj, _ = runs.load_or_compute(name, config, fn, self.store, self.force)
+        self.run_ids.append(traj.attrs["run_id"])
         return traj
 
     def predict(self, family: str, **values) -> xr.Dataset:
-        from attndyn.api import make_theory_config, run_theory_config
-
-        traj, _ = run_theory_config(
-            family, make_theory_config(family, values), self.store, self.force
-        )
+        """The family theory's prediction for the config ``values`` (stored, reused)."""
+        traj, _ = runs.theory(family, runs.theory_config(family, values), self.store, self.force)
         self.run_ids.append(traj.attrs["run_id"])
         return traj
 

@@ -1,45 +1,58 @@
-"""Model families. Each family lives in its own package and never imports another family.
+"""Model families, found through the ``attndyn.families`` entry-point group.
 
-A family module exposes ``NAME``, ``Config`` (a pydantic model deriving from
-:class:`attndyn.core.config.RunConfig`) and ``build(config) -> Problem`` plus ``trajectory``
-helpers; :data:`FAMILIES` maps names to modules, imported lazily.
+Each family is one package (attndyn's own: ``aim``, ``circuits``, ``query``; a plug-in may live
+in any pip-installed package) that satisfies the contract of :mod:`attndyn.models.base`:
+``NAME``, ``Config``, ``simulate(config, seeds)``, ``SUMMARY`` and optionally ``THEORY`` and
+``BENCHMARKS``. :func:`get_family` loads a family by name (checking the contract) and
+:func:`get_theory` its theory module. Nothing outside a family's own folder imports it by name;
+a family never imports another family.
 """
 
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
+from attndyn.core import registry
 from attndyn.errors import InputError
-
-FAMILIES = {
-    "aim": "attndyn.models.aim",
-    "circuits": "attndyn.models.circuits",
-    "query": "attndyn.models.query",
-}
-THEORIES = {
-    "aim": "attndyn.models.aim.theory",
-    "circuits": "attndyn.models.circuits.theory",
-    "query": "attndyn.models.query.theory",
-}
+from attndyn.models.base import Benchmark, check_family, check_theory
 
 
-def get_family(name: str) -> ModuleType:
-    """The family module registered under ``name`` (JAX is set up on first use, so importing
-    attndyn, listing runs or querying never loads JAX)."""
-    if name not in FAMILIES:
-        allowed = ", ".join(sorted(FAMILIES))
-        raise InputError(f"unknown family '{name}'; allowed: {allowed}")
+def family_names() -> list[str]:
+    """Names of the installed families (nothing is imported)."""
+    return registry.names(registry.FAMILIES)
+
+
+def get_family(name: str) -> Any:
+    """The family registered under ``name``, its contract checked. JAX is set up on first use,
+    so importing attndyn, listing runs or querying never loads JAX."""
     from attndyn.core.jaxsetup import enable_compilation_cache
 
     enable_compilation_cache()
-    return importlib.import_module(FAMILIES[name])
+    family = registry.load(registry.FAMILIES, name, "family")
+    check_family(family, name)
+    return family
 
 
 def get_theory(name: str) -> ModuleType:
-    """The theory module of family ``name`` (``TheoryConfig``-like ``Config`` and ``predict``)."""
-    get_family(name)
-    if name not in THEORIES:
-        allowed = ", ".join(sorted(THEORIES))
-        raise InputError(f"family '{name}' has no theory yet; families with theory: {allowed}")
-    return importlib.import_module(THEORIES[name])
+    """The theory module of family ``name`` (``Config``, ``SUMMARY``, ``predict``)."""
+    family = get_family(name)
+    path = getattr(family, "THEORY", None)
+    if not path:
+        with_theory = [n for n in family_names() if getattr(get_family(n), "THEORY", None)]
+        raise InputError(
+            f"family '{name}' has no theory; families with theory: {', '.join(with_theory)}"
+        )
+    theory = importlib.import_module(path)
+    check_theory(theory, name)
+    return theory
+
+
+def benchmarks() -> dict[str, tuple[str, Benchmark]]:
+    """Every family's benchmarks: name → (family, Benchmark)."""
+    out: dict[str, tuple[str, Benchmark]] = {}
+    for family in family_names():
+        for bench in getattr(get_family(family), "BENCHMARKS", ()):
+            out[bench.name] = (family, bench)
+    return out

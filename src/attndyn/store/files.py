@@ -18,13 +18,10 @@ import xarray as xr
 
 from attndyn.core.config import SCHEMA_VERSION, flatten
 from attndyn.core.trajectory import config_of, from_frame, to_frame
+from attndyn.errors import StoreError
 
 META_KEY = b"attndyn"
 DEFAULT_DIR = "attndyn-results"
-
-
-class StoreError(OSError):
-    """The results folder cannot be written or read; the message is one line."""
 
 
 def results_dir(out: str | os.PathLike | None = None) -> Path:

@@ -26,13 +26,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from attndyn.errors import ExecutorError
 from attndyn.sweep.tasks import Task, TaskResult, run_task, single_thread_env
 
 MAX_RESTARTS = 3
-
-
-class ExecutorError(RuntimeError):
-    """The executor cannot run tasks at all (e.g. no scheduler at the address); one line."""
 
 
 EXECUTORS = ("local", "dask")

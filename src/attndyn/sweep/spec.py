@@ -107,10 +107,10 @@ class SweepSpec:
         where = ", ".join(f"{k}={v!r}" for k, v in point.items())
         try:
             if self.kind == "family":
-                from attndyn.api import make_config
                 from attndyn.core.config import canonical, run_id
+                from attndyn.runs import family_config
 
-                config = make_config(self.name, values)
+                config = family_config(self.name, values)
                 return RunItem(
                     run_id(self.name, config), "family", self.name, canonical(config), point
                 )

@@ -190,12 +190,12 @@ def _run_group(task: Task, group: Group, missing: list[RunItem], store) -> None:
         run_experiment(task.name, item.preset or "small", overrides, out=store.root)
         store.clear_failure(item.run_id)
         return
-    from attndyn.api import make_config
     from attndyn.core.config import canonical
     from attndyn.models import get_family
+    from attndyn.runs import family_config
 
     module = get_family(task.name)
-    configs = {r.run_id: make_config(task.name, r.config) for r in group.runs}
+    configs = {r.run_id: family_config(task.name, r.config) for r in group.runs}
     start = time.perf_counter()
     if group.seeds is None:
         (item,) = group.runs

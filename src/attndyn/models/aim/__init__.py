@@ -11,19 +11,55 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.core.config import canonical
-from attndyn.core.grids import record_steps
-from attndyn.core.trainer import Problem, train
-from attndyn.core.trajectory import make_trajectory
+from attndyn.core.simulate import simulate_problem
+from attndyn.core.trainer import Problem
 from attndyn.models.aim import model
 from attndyn.models.aim.config import AIMConfig
 from attndyn.models.aim.model import register_activation
 from attndyn.models.aim.observables import observe
+from attndyn.models.base import Benchmark
 
 NAME = "aim"
 Config = AIMConfig
+SUMMARY = ("loss", "t_1", "q_11", "q_12", "p_12", "pplus_12", "pminus_12", "m_1", "tA_1", "tB_1")
+"""Observables ``attndyn simulate aim`` prints at the final time (those the run has)."""
+THEORY = "attndyn.models.aim.theory"
+BENCHMARKS = (
+    Benchmark(
+        "aim",
+        "attndyn.bench.aim:run_benchmark",
+        "online SGD samples/s and the fraction of matmul peak, vs a PyTorch eager loop",
+        (
+            "d",
+            "batch",
+            "samples_per_s",
+            "gflops",
+            "fraction_of_matmul_peak",
+            "fraction_of_matmul_peak_cpu_time",
+            "speedup_vs_torch_eager",
+            "speedup_vs_best_torch",
+        ),
+    ),
+    Benchmark(
+        "aim-theory",
+        "attndyn.bench.theory:run_theory_benchmark",
+        "tied hierarchy and matrix flow to t = 10, against the simulator",
+        ("name", "d", "horizon", "seconds", "ratio_to_simulator", "target_met"),
+    ),
+)
 
-__all__ = ["NAME", "Config", "AIMConfig", "build", "simulate", "register_activation"]
+__all__ = [
+    "NAME",
+    "Config",
+    "SUMMARY",
+    "THEORY",
+    "BENCHMARKS",
+    "AIMConfig",
+    "build",
+    "simulate",
+    "time_axes",
+    "register_activation",
+]
 
 STUDENT_GROUPS = {"tied": ("W",), "direct": ("S",), "untied": ("U", "V")}
 
@@ -144,33 +180,21 @@ def build(config: AIMConfig) -> Problem:
         lr={g: eta for g in groups},
         weight_decay={g: config.weight_decay / d for g in groups},
         batch=B,
-        time_per_sample=config.time_per_sample,
-        extra_times={"time_fast": config.alpha_d} if config.param == "untied" else {},
     )
 
 
-def simulate(config: AIMConfig, seeds=None):
-    """Run ``config.seeds`` seeds and return the Trajectory (dims seed × time).
+def time_axes(config: AIMConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
+    """The paper's time axes at record ``steps``: ``time`` = samples · τ_d (tied τ_d = 4α_d/d,
+    direct and untied α_d/d; P1 §3.2, App. E) and, untied, the fast time ``time_fast`` = nα_d."""
+    samples = np.asarray(steps, dtype=np.int64) * config.batch
+    axes = {"time": samples * config.time_per_sample}
+    if config.param == "untied":
+        axes["time_fast"] = samples * config.alpha_d
+    return axes
 
-    ``seeds``: an explicit list of seeds to run instead of ``config.seed, …, config.seed +
-    config.seeds − 1`` (the sweep runs configs that differ only in ``seed`` as one vmapped
-    simulation and splits it)."""
-    steps = record_steps(config.total_steps, config.records, config.grid)
-    if seeds is None:
-        seeds = np.arange(config.seed, config.seed + config.seeds)
-    seeds = np.asarray(seeds, dtype=np.int64)
-    with jax.enable_x64(config.dtype == "float64"):
-        problem = build(config)  # inside: float64 constants must not be rounded to float32
-        result = train(problem, steps, seeds)
-    samples = steps * problem.batch
-    return make_trajectory(
-        result.observables,
-        time=samples * problem.time_per_sample,
-        samples=samples,
-        step=steps,
-        seeds=seeds,
-        diverged_step=result.diverged_step,
-        extra_times={k: samples * v for k, v in problem.extra_times.items()},
-        family=NAME,
-        config=canonical(config),
+
+def simulate(config: AIMConfig, seeds=None):
+    """Run the config's seeds (or the explicit ``seeds``); Trajectory with dims seed × time."""
+    return simulate_problem(
+        lambda: build(config), config, seeds, family=NAME, times=lambda s: time_axes(config, s)
     )

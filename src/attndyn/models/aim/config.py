@@ -10,10 +10,10 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
-from attndyn.core.config import RunConfig
+from attndyn.core.config import SimulationConfig
 
 
-class AIMConfig(RunConfig):
+class AIMConfig(SimulationConfig):
     """Teacher–student AIM trained by online SGD.
 
     Tokens X ~ N(0, C ⊗ I_d) (L tokens in R^d). Every index k (student or teacher) enters only

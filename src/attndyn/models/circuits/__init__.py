@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from attndyn.core.config import canonical
-from attndyn.core.grids import record_steps
 from attndyn.core.schedules import linear_ramp
-from attndyn.core.trainer import Problem, train
-from attndyn.core.trajectory import make_trajectory
+from attndyn.core.simulate import simulate_problem
+from attndyn.core.trainer import Problem
+from attndyn.models.base import Benchmark
 from attndyn.models.circuits import data, model
 from attndyn.models.circuits.config import CircuitsConfig
 from attndyn.models.circuits.observables import attention_observables, circuit_observables
@@ -25,8 +23,36 @@ NAME = "circuits"
 SUMMARY = ("loss", "accuracy", "attn_distinct", "frac_sharp", "separability", "qk_fro", "ov_fro")
 """Observables ``attndyn simulate circuits`` prints at the final time."""
 Config = CircuitsConfig
+THEORY = "attndyn.models.circuits.theory"
+BENCHMARKS = (
+    Benchmark(
+        "circuits",
+        "attndyn.bench.circuits:run_circuits_benchmark",
+        "vmapped SGD seed-steps/s against the notebooks' PyTorch loop",
+        (
+            "seeds",
+            "seed_steps_per_s",
+            "steps_per_s_each_seed",
+            "torch_seed_steps_per_s",
+            "torch_steps_per_s_1thread",
+            "speedup_vs_torch_reference",
+            "speedup_vs_best_torch",
+            "paper_preset_minutes",
+        ),
+    ),
+)
 
-__all__ = ["NAME", "Config", "CircuitsConfig", "build", "simulate", "test_set"]
+__all__ = [
+    "NAME",
+    "Config",
+    "SUMMARY",
+    "THEORY",
+    "BENCHMARKS",
+    "CircuitsConfig",
+    "build",
+    "simulate",
+    "test_set",
+]
 
 
 def test_set(cfg: CircuitsConfig):
@@ -68,28 +94,10 @@ def build(config: CircuitsConfig) -> Problem:
         lr={"qk": config.lr_qk, "ov": config.lr},
         schedule=schedule,
         batch=config.batch,
-        time_per_sample=1.0 / config.batch,
     )
 
 
 def simulate(config: CircuitsConfig, seeds=None):
-    """Run ``config.seeds`` seeds (or the explicit ``seeds``) and return the Trajectory (dims
-    seed × time, time = SGD steps)."""
-    steps = record_steps(config.total_steps, config.records, config.grid)
-    if seeds is None:
-        seeds = np.arange(config.seed, config.seed + config.seeds)
-    seeds = np.asarray(seeds, dtype=np.int64)
-    with jax.enable_x64(config.dtype == "float64"):
-        problem = build(config)
-        result = train(problem, steps, seeds)
-    samples = steps * problem.batch
-    return make_trajectory(
-        result.observables,
-        time=steps.astype(np.float64),
-        samples=samples,
-        step=steps,
-        seeds=seeds,
-        diverged_step=result.diverged_step,
-        family=NAME,
-        config=canonical(config),
-    )
+    """Run the config's seeds (or the explicit ``seeds``); Trajectory with dims seed × time,
+    time = SGD steps."""
+    return simulate_problem(lambda: build(config), config, seeds, family=NAME)

@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.core.config import RunConfig
+from attndyn.core.config import SimulationConfig
 
 Init = Literal["auto", "eye", "default"]
 PARAMS = ("FAFO", "FACO", "CAFO", "CACO")
@@ -40,7 +40,7 @@ MATRICES: dict[str, tuple[str, ...]] = {
 }
 
 
-class CircuitsConfig(RunConfig):
+class CircuitsConfig(SimulationConfig):
     """Single-query self-attention on one-hot tokens, trained by SGD on the distinct/common task.
 
     Data (qkov.md §3): class c ~ U{0..n_classes−1}; seq_len−2 i.i.d. context tokens with

@@ -18,11 +18,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.core.config import canonical
-from attndyn.core.grids import record_steps
 from attndyn.core.schedules import inverse_power
-from attndyn.core.trainer import Problem, train
-from attndyn.core.trajectory import make_trajectory
+from attndyn.core.simulate import simulate_problem
+from attndyn.core.trainer import Problem
+from attndyn.models.base import Benchmark
 from attndyn.models.query import model, reduced
 from attndyn.models.query.config import QueryConfig
 
@@ -30,8 +29,38 @@ NAME = "query"
 SUMMARY = ("alignment", "overlap", "q_norm", "perp_norm", "objective")
 """Observables ``attndyn simulate query`` prints at the final time."""
 Config = QueryConfig
+THEORY = "attndyn.models.query.theory"
+BENCHMARKS = (
+    Benchmark(
+        "query",
+        "attndyn.bench.query:run_query_benchmark",
+        "SGA steps/s: the full and the reduced sampler, against the token draw and NumPy",
+        (
+            "sampler",
+            "d",
+            "n_nuisance",
+            "steps_per_s",
+            "step_over_draw",
+            "speedup_vs_numpy",
+            "speedup_vs_full",
+            "target_met",
+        ),
+    ),
+)
 
-__all__ = ["NAME", "Config", "QueryConfig", "build", "simulate", "token_spec", "ode_times"]
+__all__ = [
+    "NAME",
+    "Config",
+    "SUMMARY",
+    "THEORY",
+    "BENCHMARKS",
+    "QueryConfig",
+    "build",
+    "simulate",
+    "time_axes",
+    "token_spec",
+    "ode_times",
+]
 
 
 def token_spec(config: QueryConfig, n_seeds: int | None = None) -> model.TokenSpec:
@@ -168,24 +197,19 @@ def ode_times(config: QueryConfig, steps: np.ndarray, block: int = 1 << 20) -> n
     return out
 
 
+def time_axes(config: QueryConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
+    """``time`` = SGA steps and ``ode_time`` = Σ_{j<k} η_j (:func:`ode_times`)."""
+    return {"time": np.asarray(steps, dtype=np.float64), "ode_time": ode_times(config, steps)}
+
+
 def simulate(config: QueryConfig, seeds=None):
     """Run the seeds (``config.seed`` … or the explicit list ``seeds``) and return the
     Trajectory (dims seed × time; time = SGA steps; coordinate ``ode_time``)."""
-    steps = record_steps(config.total_steps, config.records, config.grid)
-    if seeds is None:
-        seeds = np.arange(config.seed, config.seed + config.seeds)
-    seeds = np.asarray(seeds, dtype=np.int64)
-    with jax.enable_x64(config.dtype == "float64"):
-        problem = build(config, n_seeds=len(seeds))
-        result = train(problem, steps, seeds)
-    return make_trajectory(
-        result.observables,
-        time=steps.astype(np.float64),
-        samples=steps * problem.batch,
-        step=steps,
-        seeds=seeds,
-        diverged_step=result.diverged_step,
-        extra_times={"ode_time": ode_times(config, steps)},
+    n_seeds = config.seeds if seeds is None else len(seeds)
+    return simulate_problem(
+        lambda: build(config, n_seeds=n_seeds),
+        config,
+        seeds,
         family=NAME,
-        config=canonical(config),
+        times=lambda s: time_axes(config, s),
     )

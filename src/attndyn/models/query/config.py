@@ -12,14 +12,14 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from attndyn.core.config import RunConfig
+from attndyn.core.config import SimulationConfig
 
 BLOCK = 128
 """Tokens are drawn in blocks of ``min(BLOCK, n)`` rows, block b from ``fold_in(key, b)``, so
 the tokens of a sample do not depend on how they are streamed (see model.py)."""
 
 
-class QueryConfig(RunConfig):
+class QueryConfig(SimulationConfig):
     """Projected stochastic gradient *ascent* on ‖a(q; X)‖², a(q; X) = Σ softmax(β⟨q, x_i⟩) x_i.
 
     Tokens (digest §2): latent unit u; n_I informative x_i = θ ξ_i u + z_i, n_N nuisance x_j = z_j,

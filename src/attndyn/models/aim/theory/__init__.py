@@ -27,17 +27,24 @@ import xarray as xr
 from pydantic import Field, model_validator
 
 from attndyn.core.config import canonical
-from attndyn.core.grids import record_steps
+from attndyn.core.grids import record_grid
 from attndyn.core.trainer import seed_keys
 from attndyn.core.trajectory import make_trajectory
-from attndyn.models.aim import build, student_side
+from attndyn.models.aim import SUMMARY, build, student_side, time_axes
 from attndyn.models.aim.config import AIMConfig
 from attndyn.models.aim.observables import observe
 from attndyn.models.aim.theory.direct import DirectODE
 from attndyn.models.aim.theory.hierarchy import MatrixFlow, TiedHierarchy
 from attndyn.models.aim.theory.potential import potential_for
 
-__all__ = ["AIMTheoryConfig", "Config", "predict", "initial_matrices", "initial_observables"]
+__all__ = [
+    "AIMTheoryConfig",
+    "Config",
+    "SUMMARY",
+    "predict",
+    "initial_matrices",
+    "initial_observables",
+]
 
 
 class AIMTheoryConfig(AIMConfig):
@@ -83,9 +90,8 @@ Config = AIMTheoryConfig
 
 def time_grid(config: AIMConfig) -> tuple[np.ndarray, np.ndarray]:
     """(times, samples) of the simulator's record grid for ``config``."""
-    steps = record_steps(config.total_steps, config.records, config.grid)
-    samples = steps * config.batch
-    return samples * config.time_per_sample, samples
+    steps = record_grid(config)
+    return time_axes(config, steps)["time"], steps * config.batch
 
 
 def initial_matrices(config: AIMConfig, seed: int) -> tuple[dict, dict]:
@@ -106,7 +112,7 @@ def initial_matrices(config: AIMConfig, seed: int) -> tuple[dict, dict]:
 def initial_observables(config: AIMConfig, degree: int) -> dict[str, float]:
     """Order parameters and moments up to ``degree`` at t = 0, averaged over the config's seeds."""
     acc: dict[str, float] = {}
-    seeds = range(config.seed, config.seed + config.seeds)
+    seeds = config.seed_list
     for seed in seeds:
         student, teacher = initial_matrices(config, seed)
         with jax.enable_x64(True):
@@ -196,7 +202,7 @@ def _add_structural_overlaps(obs: dict, K: int) -> None:
 
 def _matrix_flow(config, potential, trainable, times) -> dict[str, np.ndarray]:
     flow = MatrixFlow(trainable, potential.gamma_tied, config.weight_decay)
-    seeds = list(range(config.seed, config.seed + config.seeds))
+    seeds = config.seed_list
     acc: dict[str, np.ndarray] = {}
     for seed in seeds:
         student, teacher = initial_matrices(config, seed)

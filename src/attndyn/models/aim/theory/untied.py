@@ -672,7 +672,7 @@ def predict_untied(config, method: str) -> tuple[dict[str, np.ndarray], np.ndarr
     potential = potential_for(config, log2_qmc=config.quad_log2)
     K, n_s = potential.K, _n_student(config)
     trainable = tuple(range(1, n_s + 1))
-    seeds = list(range(config.seed, config.seed + config.seeds))
+    seeds = config.seed_list
     hierarchy = None
     if method == "untied-hierarchy":
         hierarchy = UntiedHierarchy(K, trainable, config.truncation, config.weight_decay)

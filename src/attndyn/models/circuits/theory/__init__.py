@@ -21,7 +21,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field, model_validator
 
-from attndyn.core.config import RunConfig, canonical
+from attndyn.core.config import GridConfig, canonical
 from attndyn.core.trajectory import make_trajectory
 from attndyn.models.circuits.theory.reduced import ReducedParams, solve
 
@@ -31,16 +31,14 @@ SUMMARY = ("alpha", "mu_ov", "mu_qk", "loss")
 """Observables ``attndyn predict circuits`` prints at the final time."""
 
 
-class CircuitsTheoryConfig(RunConfig):
+class CircuitsTheoryConfig(GridConfig):
     """The reduced flow's constants (digest §5.1; defaults are Fig. 4's) and its time grid.
 
     Learning rates: ``eta_ov`` and either ``ratio`` r = η_QK/η_OV (default 1) or ``eta_qk``.
     The run ends at the first time the loss reaches ``stop_loss``, or at ``t_max`` if set;
     ``grid="log"`` records uniformly in log10(1 + t), ``"linear"`` uniformly in t.
-    The digest's M is the field ``n_classes`` (the results store's DuckDB views match config
-    keys case-insensitively, so ``m`` and ``M`` cannot both be fields). ``seeds``, ``seed`` and
-    ``dtype`` are inherited and unused (the flow is deterministic and
-    runs in float64).
+    The digest's M is the field ``n_classes``. The flow is deterministic and runs in float64,
+    so the config has no seeds and no dtype.
     """
 
     m: float = Field(5.0, gt=0, description="informative tokens (logit μ_QK)")

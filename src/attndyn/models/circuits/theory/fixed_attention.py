@@ -43,10 +43,9 @@ import numpy as np
 import xarray as xr
 from pydantic import Field, field_validator
 
-from attndyn.core.config import RunConfig, canonical
-from attndyn.core.grids import record_steps
-from attndyn.core.trainer import Problem, train
-from attndyn.core.trajectory import make_trajectory
+from attndyn.core.config import SimulationConfig
+from attndyn.core.simulate import simulate_problem
+from attndyn.core.trainer import Problem
 
 __all__ = [
     "FixedAttentionConfig",
@@ -63,7 +62,7 @@ RUN_FAMILY = "circuits:fixed-attention"
 """Name hashed into the run id of a stored fixed-attention run."""
 
 
-class FixedAttentionConfig(RunConfig):
+class FixedAttentionConfig(SimulationConfig):
     """One fixed-attention run: α, the OV parameterisation and SGD settings (qkov.md §6, §7).
 
     The time axis is the SGD step (``t_max`` steps; Fig. 3: 500 epochs × 250 steps).
@@ -236,22 +235,12 @@ def simulate(config: FixedAttentionConfig, seeds=None) -> xr.Dataset:
     """Train every seed; Trajectory (seed × time, time = SGD step) with, for each α in
     ``alphas`` (names from :func:`observable_name`, e.g. ``loss_alpha0.2``): loss = L^t(α),
     loss_delta = L^t(α + δ), sensitivity, accuracy (at α) and ov_norm = ‖W_OV‖_F."""
-    steps = record_steps(config.total_steps, config.records, config.grid)
-    if seeds is None:
-        seeds = np.arange(config.seed, config.seed + config.seeds)
-    seeds = np.asarray(seeds, dtype=np.int64)
-    with jax.enable_x64(config.dtype == "float64"):
-        problem = build(config)
-        result = train(problem, steps, seeds)
-    return make_trajectory(
-        result.observables,
-        time=steps.astype(np.float64),
-        samples=steps * config.batch,
-        step=steps,
-        seeds=seeds,
-        diverged_step=result.diverged_step,
+    return simulate_problem(
+        lambda: build(config),
+        config,
+        seeds,
         family="circuits",
-        config=dict(canonical(config), model="fixed-attention"),
+        config_extra={"model": "fixed-attention"},
     )
 
 

@@ -28,9 +28,10 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from attndyn.core.config import canonical
-from attndyn.core.grids import record_steps
+from attndyn.core.grids import record_grid
 from attndyn.core.trainer import seed_keys
 from attndyn.core.trajectory import make_trajectory
+from attndyn.models.query import SUMMARY, build, time_axes
 from attndyn.models.query.config import QueryConfig
 from attndyn.models.query.theory.ode import (
     fixed_points,
@@ -41,6 +42,7 @@ from attndyn.models.query.theory.population import PhiFit, Population, TokenLaw
 
 __all__ = [
     "Config",
+    "SUMMARY",
     "QueryTheoryConfig",
     "initial_state",
     "law_of",
@@ -119,9 +121,7 @@ def initial_state(config: QueryConfig) -> tuple[np.ndarray, np.ndarray]:
     """(α₀, b₀) per seed: ⟨q₀, u⟩ and ‖P_⊥q₀‖ of the simulator's own initial query and latent
     direction (or the reduced sampler's initial (α, b)) (seeds ``seed … seed + seeds − 1``; the draws in the config's dtype, as the
     simulator makes them)."""
-    from attndyn.models.query import build
-
-    seeds = np.arange(config.seed, config.seed + config.seeds)
+    seeds = config.seed_list
     sim_fields = {k: getattr(config, k) for k in QueryConfig.model_fields}
     with jax.enable_x64(config.dtype == "float64"):
         problem = build(QueryConfig(**sim_fields), n_seeds=1)
@@ -144,10 +144,9 @@ def initial_state(config: QueryConfig) -> tuple[np.ndarray, np.ndarray]:
 
 def predict(config: QueryTheoryConfig):
     """Integrate the limiting ODE on the simulator's grid; see the module docstring."""
-    from attndyn.models.query import ode_times
-
-    steps = record_steps(config.total_steps, config.records, config.grid)
-    t = ode_times(config, steps)
+    steps = record_grid(config)
+    axes = time_axes(config, steps)
+    t = axes["ode_time"]
     alpha0, b0 = initial_state(config)
     method = config.resolved_method
     extra: dict[str, object] = {}
@@ -185,7 +184,7 @@ def predict(config: QueryTheoryConfig):
         }
     traj = make_trajectory(
         obs,
-        time=steps.astype(np.float64),
+        time=axes["time"],
         samples=steps * config.batch,
         extra_times={"ode_time": t},
         family="query",

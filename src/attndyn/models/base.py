@@ -1,0 +1,95 @@
+"""The family contract: what a model family provides, checked when it is loaded.
+
+A family is a module (or any object) registered in the ``attndyn.families`` entry-point group
+(:mod:`attndyn.core.registry`) with these attributes:
+
+- ``NAME``: the registered name;
+- ``Config``: a pydantic model deriving from :class:`~attndyn.core.config.SimulationConfig`
+  (extra keys forbidden; ``total_steps`` defined);
+- ``simulate(config, seeds=None) -> Trajectory``: dims ``(seed, time)``; ``seeds`` replaces the
+  config's own ``seed, …, seed + seeds − 1`` (a sweep runs configs differing only in ``seed`` as
+  one vmapped simulation). Most families write it as one call of
+  :func:`attndyn.core.simulate.simulate_problem`;
+- ``SUMMARY``: observables that ``attndyn simulate`` prints at the final time;
+- ``THEORY`` (optional): the import path of a :class:`Theory` module, or None;
+- ``BENCHMARKS`` (optional): :class:`Benchmark` entries that ``attndyn bench`` runs.
+
+A Theory module has ``Config`` (a :class:`~attndyn.core.config.GridConfig`), ``SUMMARY`` and
+``predict(config) -> Trajectory`` with the simulator's observable names on the simulator's time
+grid for the same config, and no seed axis.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import xarray as xr
+from pydantic import BaseModel
+
+from attndyn.core.config import GridConfig, SimulationConfig
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark of a family: ``attndyn bench --name NAME`` calls ``target`` (an import path
+    ``module:function``) as ``function(quick=..., torch_reference=..., log=...) -> list[dict]``
+    (``log``: progress on stderr) and shows ``columns`` of its rows."""
+
+    name: str
+    target: str
+    description: str
+    columns: tuple[str, ...] = field(default=())
+
+    def run(
+        self, quick: bool = False, torch_reference: bool = True, log: bool = True
+    ) -> list[dict[str, Any]]:
+        module, _, function = self.target.partition(":")
+        fn = getattr(importlib.import_module(module), function)
+        return fn(quick=quick, torch_reference=torch_reference, log=log)
+
+
+@runtime_checkable
+class Family(Protocol):
+    """A model family (see the module docstring)."""
+
+    NAME: str
+    Config: type[SimulationConfig]
+    SUMMARY: Sequence[str]
+
+    def simulate(self, config: Any, seeds: Sequence[int] | None = None) -> xr.Dataset: ...
+
+
+@runtime_checkable
+class Theory(Protocol):
+    """A family's theory (see the module docstring)."""
+
+    Config: type[GridConfig]
+    SUMMARY: Sequence[str]
+
+    def predict(self, config: Any) -> xr.Dataset: ...
+
+
+def check_family(obj: Any, name: str) -> None:
+    """Raise TypeError naming what ``obj`` (registered as ``name``) lacks of the contract."""
+    _check(obj, f"family '{name}'", ("NAME", "Config", "SUMMARY", "simulate"), SimulationConfig)
+    if obj.NAME != name:
+        raise TypeError(f"family registered as '{name}' says NAME = {obj.NAME!r}")
+    for bench in getattr(obj, "BENCHMARKS", ()):
+        if not isinstance(bench, Benchmark):
+            raise TypeError(f"family '{name}': BENCHMARKS must hold Benchmark entries")
+
+
+def check_theory(obj: Any, name: str) -> None:
+    """Raise TypeError naming what the theory of family ``name`` lacks of the contract."""
+    _check(obj, f"theory of '{name}'", ("Config", "SUMMARY", "predict"), GridConfig)
+
+
+def _check(obj: Any, label: str, needed: tuple[str, ...], base: type[BaseModel]) -> None:
+    missing = [a for a in needed if not hasattr(obj, a)]
+    if missing:
+        raise TypeError(f"{label} lacks {', '.join(missing)} (see attndyn.models.base)")
+    if not (isinstance(obj.Config, type) and issubclass(obj.Config, base)):
+        raise TypeError(f"{label}: Config must derive from {base.__module__}.{base.__name__}")

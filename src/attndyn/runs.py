@@ -1,0 +1,79 @@
+"""Load-or-compute: config → run id → the stored file, or a fresh computation that is stored.
+
+The one path by which the API, experiments, sweeps, the demo and the CLI obtain a run. A run's id
+is a hash of its kind (a family name, ``<family>:theory`` or an experiment's own model name), its
+canonical config and the schema version (:func:`attndyn.core.config.run_id`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import xarray as xr
+from pydantic import BaseModel
+
+from attndyn.core.config import GridConfig, SimulationConfig, run_id, validate
+from attndyn.models import get_family, get_theory
+from attndyn.store import Store
+
+
+def family_config(family: str, values: dict[str, Any]) -> SimulationConfig:
+    """Validate ``values`` against the family's ``Config`` (InputError on bad input)."""
+    return validate(get_family(family).Config, values)
+
+
+def theory_config(family: str, values: dict[str, Any]) -> GridConfig:
+    """Validate ``values`` against the family theory's ``Config``."""
+    return validate(get_theory(family).Config, values)
+
+
+def theory_kind(family: str) -> str:
+    """The run-id kind of a family's theory runs."""
+    return f"{family}:theory"
+
+
+def load_or_compute(
+    kind: str,
+    config: BaseModel,
+    compute: Callable[[], xr.Dataset],
+    store: Store | None = None,
+    force: bool = False,
+) -> tuple[xr.Dataset, bool]:
+    """Read run ``run_id(kind, config)`` from ``store``, or compute, time and store it.
+
+    Returns:
+        (Trajectory with ``attrs['run_id']``, whether it was read back from the store).
+    """
+    rid = run_id(kind, config)
+    if store is not None and store.exists(rid) and not force:
+        return store.read(rid), True
+    start = time.perf_counter()
+    traj = compute()
+    wall = time.perf_counter() - start
+    traj.attrs["run_id"] = rid
+    if store is not None:
+        store.write(traj, rid, wall_s=wall)
+    return traj, False
+
+
+def simulation(
+    family: str,
+    config: SimulationConfig,
+    store: Store | None = None,
+    force: bool = False,
+) -> tuple[xr.Dataset, bool]:
+    """The family's simulation of ``config`` (stored and reused; see :func:`load_or_compute`)."""
+    module = get_family(family)
+    return load_or_compute(family, config, lambda: module.simulate(config), store, force)
+
+
+def theory(
+    family: str, config: GridConfig, store: Store | None = None, force: bool = False
+) -> tuple[xr.Dataset, bool]:
+    """The family theory's prediction for ``config`` (stored as a run of kind ``theory``)."""
+    module = get_theory(family)
+    return load_or_compute(
+        theory_kind(family), config, lambda: module.predict(config), store, force
+    )
