@@ -7,8 +7,7 @@ Python API (the CLI is a thin layer over it)::
     res = attndyn.results("attndyn-results")                                # stored runs
 """
 
-__version__ = "0.1.0"
-
-from attndyn.api import Results, predict, results, run, simulate  # noqa: E402
+from attndyn.api import Results, predict, results, run, simulate
+from attndyn.version import __version__
 
 __all__ = ["Results", "__version__", "predict", "results", "run", "simulate"]

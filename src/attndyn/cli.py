@@ -152,9 +152,23 @@ def predict(
 
 @app.command("list")
 def list_() -> None:
-    """List the registered experiments."""
+    """List the installed model families and the registered experiments."""
     from attndyn.experiments import list_experiments
+    from attndyn.models import family_names, get_family
 
+    families = Table(title="model families (attndyn simulate NAME, attndyn predict NAME)")
+    for col in ("name", "theory", "benchmarks", "description"):
+        families.add_column(col)
+    for name in family_names():
+        family = get_family(name)
+        first = " ".join((family.__doc__ or "").strip().split("\n\n")[0].split())
+        families.add_row(
+            name,
+            "yes" if getattr(family, "THEORY", None) else "no",
+            ", ".join(b.name for b in getattr(family, "BENCHMARKS", ())) or "—",
+            first.split(". ")[0].rstrip("."),
+        )
+    console.print(families)
     table = Table(title="experiments (attndyn run NAME)")
     table.add_column("name")
     table.add_column("description")

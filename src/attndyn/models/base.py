@@ -12,11 +12,15 @@ A family is a module (or any object) registered in the ``attndyn.families`` entr
   :func:`attndyn.core.simulate.simulate_problem`;
 - ``SUMMARY``: observables that ``attndyn simulate`` prints at the final time;
 - ``THEORY`` (optional): the import path of a :class:`Theory` module, or None;
-- ``BENCHMARKS`` (optional): :class:`Benchmark` entries that ``attndyn bench`` runs.
+- ``BENCHMARKS`` (optional): :class:`Benchmark` entries that ``attndyn bench`` runs;
+- ``EXAMPLE`` (optional): config values of a small run (about a second) that the contract test
+  (tests/test_family_contract.py) and the docs use; the defaults when absent.
 
 A Theory module has ``Config`` (a :class:`~attndyn.core.config.GridConfig`), ``SUMMARY`` and
 ``predict(config) -> Trajectory`` with the simulator's observable names on the simulator's time
-grid for the same config, and no seed axis.
+grid for the same config, and no seed axis. A theory of a different, stylised model (its own
+observables and time axis, e.g. the circuits family's reduced flow) says so with
+``SAME_GRID = False`` and its docstring gives the reason.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class Store:
         """Write a Trajectory as ``<run_id>.parquet`` (temporary file, fsync, rename).
 
         ``extra`` is merged into the stored run record (e.g. the sweep's provenance)."""
-        from attndyn import __version__
+        from attndyn.version import __version__
 
         frame = to_frame(traj)
         frame.insert(0, "run_id", run_id)
@@ -90,7 +90,7 @@ class Store:
         """Store an experiment's claims as ``experiments/<key>.parquet`` (one row per claim;
         the whole record, summary included, in the metadata, with ``key``, ``created``,
         ``version`` and ``wall_s`` added)."""
-        from attndyn import __version__
+        from attndyn.version import __version__
 
         created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         rows = [
@@ -155,7 +155,7 @@ class Store:
     ) -> Path:
         """Record that run ``run_id`` failed, as ``failures/<run_id>.parquet`` (one row: the
         error's one-line text, its traceback, the config as JSON); atomic like a run."""
-        from attndyn import __version__
+        from attndyn.version import __version__
 
         if isinstance(error, BaseException):
             text = f"{type(error).__name__}: {error}".strip()

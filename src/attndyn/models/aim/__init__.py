@@ -198,3 +198,7 @@ def simulate(config: AIMConfig, seeds=None):
     return simulate_problem(
         lambda: build(config), config, seeds, family=NAME, times=lambda s: time_axes(config, s)
     )
+
+
+EXAMPLE = dict(d=12, seeds=2, t_max=0.05, records=4, batch=4, test_size=16)
+"""A small config that runs in about a second (contract tests, docs)."""

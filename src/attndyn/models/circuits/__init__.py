@@ -101,3 +101,7 @@ def simulate(config: CircuitsConfig, seeds=None):
     """Run the config's seeds (or the explicit ``seeds``); Trajectory with dims seed × time,
     time = SGD steps."""
     return simulate_problem(lambda: build(config), config, seeds, family=NAME)
+
+
+EXAMPLE = dict(param="CACO", t_max=20, seeds=2, records=3, test_size=32)
+"""A small config that runs in about a second (contract tests, docs)."""

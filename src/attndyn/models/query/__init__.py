@@ -213,3 +213,9 @@ def simulate(config: QueryConfig, seeds=None):
         family=NAME,
         times=lambda s: time_axes(config, s),
     )
+
+
+EXAMPLE = dict(
+    d=6, n_informative=3, n_nuisance=40, batch=3, t_max=20, records=4, seeds=2, eval_samples=2
+)
+"""A small config that runs in about a second (contract tests, docs)."""

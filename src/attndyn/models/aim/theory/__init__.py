@@ -163,12 +163,21 @@ def predict(config: AIMTheoryConfig) -> xr.Dataset:
     obs["loss"] = np.array([_loss(potential, obs, method, i) for i in range(len(times))])
     _add_structural_overlaps(obs, K)
     return make_trajectory(
-        obs,
+        recorded(obs, config.moment_degree),
         time=times,
         samples=samples,
         family="aim",
         config=dict(canonical(config), theory=method),
     )
+
+
+def recorded(obs: dict, degree: int) -> dict:
+    """The observables the simulator records for this config: trace moments ``mu_w`` up to the
+    config's ``moment_degree`` (the hierarchy integrates words up to its truncation M, which are
+    internal state when M exceeds it)."""
+    return {
+        k: v for k, v in obs.items() if not k.startswith("mu_") or len(k[3:].split(".")) <= degree
+    }
 
 
 def sym_matrix(obs: dict, prefix: str, K: int, i: int) -> np.ndarray:

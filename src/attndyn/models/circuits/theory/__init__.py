@@ -29,6 +29,9 @@ __all__ = ["CircuitsTheoryConfig", "Config", "predict", "params_of"]
 
 SUMMARY = ("alpha", "mu_ov", "mu_qk", "loss")
 """Observables ``attndyn predict circuits`` prints at the final time."""
+SAME_GRID = False
+"""The reduced flow is a stylised two-scalar model (arXiv 2608.06776 §5.1) with its own
+observables and gradient-flow time, not the order-parameter flow of the toy simulator."""
 
 
 class CircuitsTheoryConfig(GridConfig):

@@ -1,0 +1,109 @@
+"""A family in a separate pip-installed package (tests/plugins/attndyn_toy), registered only
+through its ``attndyn.families`` entry point, works in simulate, predict, the store, sweep and
+the CLI with no edit to attndyn."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attndyn
+from attndyn.core import registry
+
+PLUGIN = Path(__file__).parent / "plugins" / "attndyn_toy"
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    """Install the toy package into a fresh folder with pip and put it on the import path of
+    this process and of every child (sweep workers, the CLI)."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--target", str(target), str(PLUGIN)],
+        check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    old_env = os.environ.get("PYTHONPATH")
+    sys.path.insert(0, str(target))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), old_env]))
+    registry.refresh()
+    yield target
+    sys.path.remove(str(target))
+    if old_env is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = old_env
+    for name in [m for m in sys.modules if m.startswith("attndyn_toy")]:
+        del sys.modules[name]
+    registry.refresh()
+
+
+def test_not_registered_without_install():
+    registry.refresh()
+    assert "toy" not in registry.names(registry.FAMILIES)
+
+
+def test_simulate_matches_the_closed_form(toy):
+    """64 seeds: the seed mean of R = ‖w − w*‖²/d is within 5 standard errors of the exact
+    expectation (1 − 2η/d + η²(d + 2)/d²)^k at every record point."""
+    sim = attndyn.simulate("toy", d=32, lr=0.5, t_max=4, records=6, seeds=64)
+    theory = attndyn.predict("toy", d=32, lr=0.5, t_max=4, records=6)
+    np.testing.assert_array_equal(sim["time"].values, theory["time"].values)
+    R = sim["R"].values
+    se = R.std(axis=0, ddof=1) / np.sqrt(R.shape[0]) + 1e-12
+    assert np.all(np.abs(R.mean(axis=0) - theory["R"].values) <= 5 * se)
+    assert theory["R"].values[-1] < 0.1 * theory["R"].values[0]
+
+
+def test_store_round_trip_and_query(toy, tmp_path):
+    first = attndyn.simulate("toy", out=tmp_path, d=16, t_max=1, records=3, seeds=2)
+    again = attndyn.simulate("toy", out=tmp_path, d=16, t_max=1, records=3, seeds=2)
+    np.testing.assert_array_equal(first["R"].values, again["R"].values)
+    runs = attndyn.results(tmp_path).runs()
+    assert list(runs["family"]) == ["toy"]
+
+
+def test_sweep_runs_the_plugin(toy, tmp_path):
+    from attndyn.sweep import run_sweep
+
+    spec = tmp_path / "toy.toml"
+    spec.write_text(
+        textwrap.dedent("""
+        family = "toy"
+        [base]
+        t_max = 1
+        records = 3
+        [grid]
+        d = [8, 16]
+        seed = [0, 1]
+    """)
+    )
+    summary = run_sweep(spec, tmp_path / "out", executor="local", workers=1, progress=False)
+    assert summary.ok and summary.done == 4
+
+
+def _cli(*args, out):
+    return subprocess.run(
+        [sys.executable, "-m", "attndyn", *args, "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    )  # fmt: skip
+
+
+def test_cli_lists_simulates_and_predicts_the_plugin(toy, tmp_path):
+    listed = subprocess.run(
+        [sys.executable, "-m", "attndyn", "list"], capture_output=True, text=True, timeout=300
+    )
+    assert listed.returncode == 0 and "toy" in listed.stdout
+    sim = _cli("simulate", "toy", "--set", "d=8", "--set", "t_max=1", "--json", out=tmp_path)
+    assert sim.returncode == 0, sim.stderr
+    assert '"R"' in sim.stdout
+    pred = _cli("predict", "toy", "--set", "d=8", "--json", out=tmp_path)
+    assert pred.returncode == 0, pred.stderr
+    bad = _cli("simulate", "toy", "--set", "d=1", out=tmp_path)
+    assert bad.returncode == 2 and "'d'" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
