@@ -17,7 +17,7 @@ from attndyn.store import Store, connect, results_dir
 
 
 def simulate(
-    family: str = "aim",
+    family: str,
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,
@@ -35,7 +35,7 @@ def simulate(
 
 
 def predict(
-    family: str = "aim",
+    family: str,
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,

@@ -215,28 +215,10 @@ def demo(
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute stored runs")] = False,
 ) -> None:
-    """Tied vs direct AIM with the h2 activation: tied recovers, direct S is trapped."""
-    from attndyn.demo import run_demo
+    """The showcase run: see attndyn.demo (the README's first command)."""
+    from attndyn.demo import show_demo
 
-    console.print("attndyn demo: AIM, h2 activation, L = 1; tied S = WWᵀ vs direct S (P1 Fig. 2)")
-    result = run_demo(out, force)
-    table = Table(title="final structural overlap p₁₂ = q₁₂ − t₁t₂ (same sample budget)")
-    for col in ("parameterisation", "samples", "p_12 mean", "|p_12| max over seeds", "test loss"):
-        table.add_column(col, justify="right")
-    for label, traj in (("tied", result.tied), ("direct", result.direct)):
-        p = traj["p_12"].isel(time=-1).values
-        table.add_row(
-            label,
-            f"{int(traj['samples'][-1]):,}",
-            f"{np.mean(p):.4f}",
-            f"{np.max(np.abs(p)):.4f}",
-            f"{float(traj['loss'].isel(time=-1).mean()):.4f}",
-        )
-    console.print(table)
-    # plain print: paths must not be wrapped at the terminal width
-    print(f"runs stored in: {result.root / 'runs'}")
-    print(f"figure:         {result.figure}")
-    print(f'query them:     attndyn query --out {result.root} "SELECT * FROM runs"')
+    show_demo(console, out, force)
 
 
 def _emit_machine_readable(frame, as_json: bool, as_csv: bool) -> bool:
@@ -479,13 +461,12 @@ def bench(
         bool, typer.Option("--torch/--no-torch", help="time the PyTorch eager reference")
     ] = True,
     name: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--name",
-            help="a benchmark that a family declares (attndyn bench --list), or all",
+            help="a benchmark that a family declares, or all (without --name: list them)",
         ),
-    ] = "aim",
-    list_: Annotated[bool, typer.Option("--list", help="list the benchmarks")] = False,
+    ] = None,
 ) -> None:
     """Benchmarks (BENCHMARKS.md) that the families declare: each simulator against matmul peak
     or a reference implementation timed in the same run. Every JSON row carries its
@@ -493,7 +474,7 @@ def bench(
     from attndyn.models import benchmarks
 
     found = benchmarks()
-    if list_:
+    if name is None:
         table = Table(title="benchmarks (attndyn bench --name NAME)")
         for col in ("name", "family", "description"):
             table.add_column(col)

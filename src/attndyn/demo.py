@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+from rich.console import Console
+from rich.table import Table
 
 from attndyn import runs
 from attndyn.report.figures import plot_observable
@@ -54,3 +56,28 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
         title=f"AIM, h2 activation, L = 1, d = {d_val}: tied recovers, direct S is trapped",
     )
     return DemoResult(tied, direct, figure, store.root, int(reused_t) + int(reused_d))
+
+
+def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
+    """Run the demo and print its table, where it stored the runs and the figure, and how to
+    query them."""
+    console.print("attndyn demo: AIM, h2 activation, L = 1; tied S = WWᵀ vs direct S (P1 Fig. 2)")
+    result = run_demo(out, force)
+    table = Table(title="final structural overlap p₁₂ = q₁₂ − t₁t₂ (same sample budget)")
+    for col in ("parameterisation", "samples", "p_12 mean", "|p_12| max over seeds", "test loss"):
+        table.add_column(col, justify="right")
+    for label, traj in (("tied", result.tied), ("direct", result.direct)):
+        p = traj["p_12"].isel(time=-1).values
+        table.add_row(
+            label,
+            f"{int(traj['samples'][-1]):,}",
+            f"{np.mean(p):.4f}",
+            f"{np.max(np.abs(p)):.4f}",
+            f"{float(traj['loss'].isel(time=-1).mean()):.4f}",
+        )
+    console.print(table)
+    # plain print: paths must not be wrapped at the terminal width
+    print(f"runs stored in: {result.root / 'runs'}")
+    print(f"figure:         {result.figure}")
+    print(f'query them:     attndyn query --out {result.root} "SELECT * FROM runs"')
+    return result
