@@ -1,5 +1,5 @@
-"""Theory of single-query softmax attention (reconstruction of arXiv 2606.22406; digest
-``research/softmax_query.md`` §3, derivations in docs/query-theory.md).
+"""Theory of single-query softmax attention (our reconstruction of arXiv 2606.22406, docs/query.md;
+derivations, which are ours, in docs/query-theory.md).
 
 ``predict(config)`` returns a Trajectory with the simulator's observable names (``overlap``,
 ``alignment``, ``q_norm``, ``perp_norm``, ``objective``) on the simulator's record grid (``time``
