@@ -1,6 +1,6 @@
 """QK/OV circuits toy of Vashisht & Ramaswamy, "Faster Query-Key Learning Sharpens Attention in
-Self-Attention Models" (ICML 2026, arXiv 2608.06776); model, data and training
-from the authors' code (docs/references.md); see docs/circuits.md.
+Self-Attention Models" (ICML 2026, arXiv 2608.06776). Model, data and training follow the
+authors' code (docs/references.md); see docs/circuits.md.
 
 ``build(config)`` returns the trainer's :class:`~attndyn.core.trainer.Problem` (SGD, a fresh
 batch per step, groups ``qk`` with η_QK = ratio·lr (times the QK schedule) and ``ov`` with
