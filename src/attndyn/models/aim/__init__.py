@@ -1,5 +1,8 @@
 """Attention-indexed models (arXiv 2609.03858, with 2506.01582 and 2509.24914).
 
+In this package "P1" is arXiv 2609.03858 (Xu, Sagitova, Zdeborová, Krzakala) and "P1 Eq. n" its
+Eq. n; docs/references.md has the entries, docs/aim.md the readings chosen where P1 is silent.
+
 ``build(config)`` returns the :class:`~attndyn.core.trainer.Problem` that the trainer runs;
 ``simulate(config)`` runs it and returns a Trajectory on the family's macroscopic time axis
 (tied t = 4nα_d/d; direct S and untied τ = nα_d/d, untied also ``time_fast`` = nα_d).
