@@ -78,8 +78,9 @@ def predict(
             ``<family>:theory`` and read back when already stored.
         force: recompute and overwrite even when stored.
         **config: fields of the theory's ``Config`` (``attndyn.models.<family>.theory.Config``):
-            the simulator's model fields without ``seeds``, ``seed`` and ``dtype``, plus the
-            theory's own (e.g. ``method``).
+            the simulator's model and grid fields plus the theory's own (e.g. ``method``,
+            ``rtol``). A theory that starts from the simulator's initial state (``aim``,
+            ``query``) also reads ``seeds`` and ``seed`` and averages over those seeds.
 
     Returns:
         xarray.Dataset with dim ``(time,)`` = (R,): one float64 (R,) data variable per

@@ -43,8 +43,7 @@ def theory_config(family: str, values: dict[str, Any]) -> GridConfig:
         values: config fields by name; missing fields take their defaults.
 
     Returns:
-        The validated theory config (a :class:`~attndyn.core.config.GridConfig` subclass: no
-        ``seeds``, ``seed`` or ``dtype``).
+        The validated theory config (a :class:`~attndyn.core.config.GridConfig` subclass).
 
     Raises:
         InputError: unknown family, a family without theory, unknown field or invalid value.

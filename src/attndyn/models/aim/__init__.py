@@ -197,7 +197,20 @@ def time_axes(config: AIMConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def simulate(config: AIMConfig, seeds=None):
-    """Run the config's seeds (or the explicit ``seeds``); Trajectory with dims seed × time."""
+    """Simulate online SGD of the AIM for every seed.
+
+    Args:
+        config: the validated AIMConfig.
+        seeds: explicit seeds; default ``config.seed … config.seed + config.seeds − 1``.
+
+    Returns:
+        Trajectory (xarray.Dataset), dims ``(seed, time)`` = (S, R): observables ``t_k``,
+        ``q_kl``, ``p_kl``, moments ``mu_<word>``, ``loss`` and the parameterisation's own
+        (direct S: ``Psi_kl``, ``Omega_kl``, ``pplus_kl``, ``pminus_kl``; untied: ``m_k``,
+        ``q1_kl``, ``q2_kl``, ``qsym_kl``, ``tA_k``, ``tB_k``), each (S, R) float64; ``time``
+        the macroscopic time (tied 4nα_d/d, direct S and untied nα_d/d), ``samples`` n,
+        ``step``, untied also ``time_fast`` = nα_d; ``diverged``/``diverged_step`` per seed.
+    """
     return simulate_problem(
         lambda: build(config), config, seeds, family=NAME, times=lambda s: time_axes(config, s)
     )

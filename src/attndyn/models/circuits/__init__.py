@@ -99,6 +99,16 @@ def build(config: CircuitsConfig) -> Problem:
 
 
 def simulate(config: CircuitsConfig, seeds=None):
-    """Run the config's seeds (or the explicit ``seeds``); Trajectory with dims seed × time,
-    time = SGD steps."""
+    """Train the toy by SGD for every seed.
+
+    Args:
+        config: the validated CircuitsConfig.
+        seeds: explicit seeds; default ``config.seed … config.seed + config.seeds − 1``.
+
+    Returns:
+        Trajectory (xarray.Dataset), dims ``(seed, time)`` = (S, R), ``time`` = SGD steps: the
+        circuit and attention observables of :mod:`attndyn.models.circuits.observables` (e.g.
+        ``loss``, ``attn_distinct``, ``frac_sharp``, ``qk_sv1``, ``ov_gap``), each (S, R)
+        float64; coordinates ``samples``, ``step``, ``diverged``/``diverged_step`` per seed.
+    """
     return simulate_problem(lambda: build(config), config, seeds, family=NAME)

@@ -203,8 +203,18 @@ def time_axes(config: QueryConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def simulate(config: QueryConfig, seeds=None):
-    """Run the seeds (``config.seed`` … or the explicit list ``seeds``) and return the
-    Trajectory (dims seed × time; time = SGA steps; coordinate ``ode_time``)."""
+    """Run projected SGA for every seed.
+
+    Args:
+        config: the validated QueryConfig.
+        seeds: explicit seeds; default ``config.seed … config.seed + config.seeds − 1``.
+
+    Returns:
+        Trajectory (xarray.Dataset), dims ``(seed, time)`` = (S, R), ``time`` = SGA steps:
+        ``overlap``, ``alignment``, ``q_norm``, ``perp_norm``, ``objective``, each (S, R)
+        float64; coordinates ``samples`` = steps·batch, ``step``, ``ode_time`` = Σ_{j<k} η_j
+        (R,), ``diverged``/``diverged_step`` per seed.
+    """
     n_seeds = config.seeds if seeds is None else len(seeds)
     return simulate_problem(
         lambda: build(config, n_seeds=n_seeds),

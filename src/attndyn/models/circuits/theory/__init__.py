@@ -86,8 +86,17 @@ def params_of(config: CircuitsTheoryConfig) -> ReducedParams:
 
 
 def predict(config: CircuitsTheoryConfig) -> xr.Dataset:
-    """Integrate the reduced flow; observables mu_ov, mu_qk, alpha, loss on ``records`` points from
-    t = 0 to the stop (uniform in log10(1 + t) for ``grid="log"``, Fig. 4's axis)."""
+    """Integrate the reduced flow from t = 0 to the stop.
+
+    Args:
+        config: the validated CircuitsTheoryConfig.
+
+    Returns:
+        Trajectory (xarray.Dataset) with dim ``time`` = (R,), R = ``records`` points uniform in
+        log10(1 + t) for ``grid="log"`` (Fig. 4's axis), in t for ``"linear"``; ``time`` is the
+        flow's own gradient-flow time, not the toy simulator's SGD step. Observables
+        ``mu_ov``, ``mu_qk``, ``alpha``, ``loss``, each (R,) float64.
+    """
     p = params_of(config)
     sol = solve(
         p,

@@ -143,7 +143,18 @@ def initial_state(config: QueryConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def predict(config: QueryTheoryConfig):
-    """Integrate the limiting ODE on the simulator's grid; see the module docstring."""
+    """Integrate the limiting ODE from each seed's initial state on the simulator's grid.
+
+    Args:
+        config: the validated QueryTheoryConfig (the simulator's fields plus ``method``,
+            Monte Carlo and tolerance settings).
+
+    Returns:
+        Trajectory (xarray.Dataset) with dim ``time`` = (R,), ``time`` = SGA steps of the
+        simulator's record grid: ``overlap``, ``alignment``, ``q_norm``, ``perp_norm``,
+        ``objective`` (seed means), each (R,) float64; coordinates ``samples`` and ``ode_time``;
+        attrs ``theory`` (the fit diagnostics and fixed points of the sphere method, as text).
+    """
     steps = record_grid(config)
     axes = time_axes(config, steps)
     t = axes["ode_time"]
