@@ -12,7 +12,7 @@ scalars, μ_QK (the logit of the m informative tokens; the n uninformative ones 
     dμ_OV/dt   = η_OV α / (b (e^{α μ_OV} + M − 1))
     dμ_QK/dt   = η_QK (M − 1) α (1 − α) μ_OV / (M b² (e^{α μ_OV} + M − 1))
 
-[R] (checked in tests/test_circuits_theory.py): the right-hand side is a metric-scaled gradient
+Our derivation (checked in tests/test_circuits_theory.py): the right-hand side is a metric-scaled gradient
 flow, dμ/dt = −diag(η_OV/(b(M−1)), η_QK/(M b²)) ∇L, so b and M act as per-coordinate
 learning-rate scalings; the path in (μ_OV, μ_QK) depends only on r = η_QK/η_OV, with
 dμ_QK/dμ_OV = r (M − 1)(1 − α) μ_OV/(M b) (:func:`path_rhs`); dμ_QK/dt = 0 while μ_OV = 0.
@@ -59,7 +59,7 @@ class ReducedParams:
     """Constants of the reduced flow (the authors' README; defaults are the Fig. 4 simulation's).
 
     m: informative tokens; n: uninformative tokens; b: normalisation constant (its meaning is
-    not stated [N]; 50 = V in the code); M: output classes; η_OV, η_QK: the circuits' learning
+    not stated in the README; 50 = V in the code); M: output classes; η_OV, η_QK: the circuits' learning
     rates; μ_OV(0), μ_QK(0): the initial state (0, 0 in Fig. 4).
     """
 
@@ -113,7 +113,7 @@ def rhs(t: float, y: np.ndarray, p: ReducedParams) -> np.ndarray:
 
 
 def loss_gradient(mu_ov: float, mu_qk: float, p: ReducedParams) -> np.ndarray:
-    """∇L = (∂L/∂μ_OV, ∂L/∂μ_QK) in closed form [R]:
+    """∇L = (∂L/∂μ_OV, ∂L/∂μ_QK) in closed form (ours):
     ∂L/∂μ_OV = −(M−1) α/(e^{αμ_OV} + M − 1), ∂L/∂μ_QK = −(M−1) μ_OV α(1−α)/(e^{αμ_OV} + M − 1)
     (dα/dμ_QK = α(1 − α))."""
     a = alpha(mu_qk, p)
@@ -122,12 +122,12 @@ def loss_gradient(mu_ov: float, mu_qk: float, p: ReducedParams) -> np.ndarray:
 
 
 def metric(p: ReducedParams) -> np.ndarray:
-    """diag of the constant metric with rhs = −metric·∇L [R]: (η_OV/(b(M−1)), η_QK/(M b²))."""
+    """diag of the constant metric with rhs = −metric·∇L (ours): (η_OV/(b(M−1)), η_QK/(M b²))."""
     return np.array([p.eta_ov / (p.b * (p.M - 1.0)), p.eta_qk / (p.M * p.b**2)])
 
 
 def path_rhs(mu_ov: float, mu_qk: float, p: ReducedParams) -> float:
-    """dμ_QK/dμ_OV = r (M − 1)(1 − α) μ_OV/(M b) [R]: the path in (μ_OV, μ_QK) depends on the
+    """dμ_QK/dμ_OV = r (M − 1)(1 − α) μ_OV/(M b) (ours): the path in (μ_OV, μ_QK) depends on the
     learning rates only through r."""
     a = alpha(mu_qk, p)
     return p.ratio * (p.M - 1.0) * (1.0 - a) * mu_ov / (p.M * p.b)
