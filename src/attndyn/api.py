@@ -1,4 +1,10 @@
-"""The Python API: ``simulate`` one configuration, open stored ``results``."""
+"""The Python API: ``simulate`` or ``predict`` one configuration, ``run`` an experiment, open
+stored ``results``.
+
+Simulations and theory return a Trajectory (:mod:`attndyn.core.trajectory`): an
+``xarray.Dataset`` with one float64 data variable per observable, dims ``(seed, time)`` for a
+simulation and ``(time,)`` for theory.
+"""
 
 from __future__ import annotations
 
@@ -25,9 +31,32 @@ def simulate(
 ) -> xr.Dataset:
     """Simulate one configuration of ``family`` and return its Trajectory.
 
-    Keyword arguments are config fields (see ``attndyn.models.<family>.Config``). With ``out``,
-    the run is stored in that results folder, and a stored run with the same config is read back
-    instead of recomputed unless ``force=True``.
+    Args:
+        family: a registered family name (``attndyn list``), e.g. ``"aim"``, ``"circuits"``,
+            ``"query"``.
+        out: results folder. With it the run is stored there, and a stored run with the same
+            config (the same run id) is read back instead of recomputed. Without it nothing is
+            stored.
+        force: recompute and overwrite even when the run is stored.
+        **config: fields of the family's ``Config`` (``attndyn.models.<family>.Config``); fields
+            not given take their defaults. ``seeds`` (S) and ``seed`` (s0) select the seeds
+            s0, …, s0 + S − 1, run in parallel.
+
+    Returns:
+        xarray.Dataset with dims ``(seed, time)`` = (S, R), R the number of record points:
+
+        - data variables: one float64 array of shape (S, R) per observable (names per family,
+          e.g. ``t_1``, ``q_12``, ``p_12``, ``loss`` for ``aim``);
+        - coordinates: ``time`` (R,) float64, the family's macroscopic time; ``samples`` (R,)
+          and ``step`` (R,) int64, samples seen and optimiser steps; any extra time axis of the
+          family along ``time`` (e.g. ``time_fast``, ``ode_time``); ``seed`` (S,) int64;
+          ``diverged`` (S,) bool and ``diverged_step`` (S,) int64 (−1 if the seed never
+          diverged; a diverged seed is frozen at its last finite parameters);
+        - attrs: ``family``, ``config`` (the full validated config as JSON text) and ``run_id``.
+
+    Raises:
+        InputError: unknown family, unknown config field or invalid value (one line naming the
+            field and what is allowed).
     """
     cfg = runs.family_config(family, config)
     traj, _ = runs.simulation(family, cfg, Store(out) if out is not None else None, force)
@@ -41,8 +70,30 @@ def predict(
     force: bool = False,
     **config: Any,
 ) -> xr.Dataset:
-    """The theory's Trajectory for one configuration (same names and time grid as
-    ``simulate``; no seed axis). With ``out`` it is stored as a run of kind ``theory``."""
+    """The theory's prediction for one configuration of ``family``.
+
+    Args:
+        family: a registered family that has a theory (``attndyn list``).
+        out: results folder; with it the prediction is stored there as a run of kind
+            ``<family>:theory`` and read back when already stored.
+        force: recompute and overwrite even when stored.
+        **config: fields of the theory's ``Config`` (``attndyn.models.<family>.theory.Config``):
+            the simulator's model and grid fields plus the theory's own (e.g. ``method``,
+            ``rtol``). A theory that starts from the simulator's initial state (``aim``,
+            ``query``) also reads ``seeds`` and ``seed`` and averages over those seeds.
+
+    Returns:
+        xarray.Dataset with dim ``(time,)`` = (R,): one float64 (R,) data variable per
+        predicted observable, named as the simulator's observables and on the simulator's record
+        grid for the same config (so ``simulate(...).mean("seed") - predict(...)`` lines up);
+        coordinates ``time`` (R,) float64, ``samples`` (R,) int64 and the family's extra time
+        axes where they apply; no ``seed`` or ``step``; attrs ``family``, ``config`` (JSON) and
+        ``run_id``. A family whose theory has its own time (``circuits``: the reduced flow's
+        gradient-flow time) says so in its theory's docstring.
+
+    Raises:
+        InputError: unknown family, a family without theory, or a bad config.
+    """
     cfg = runs.theory_config(family, config)
     traj, _ = runs.theory(family, cfg, Store(out) if out is not None else None, force)
     return traj
@@ -56,38 +107,100 @@ def run(
     force: bool = False,
     **overrides: Any,
 ) -> ExperimentOutcome:
-    """Run a registered experiment: returns an outcome with ``claims``, ``summary``,
-    ``run_ids``, ``figure`` and the raw ``results`` (Trajectories)."""
+    """Run a registered experiment, check its claims, draw its figure and store its record.
+
+    Args:
+        name: a registered experiment (``attndyn list``), e.g. ``"aim-solvable"``.
+        preset: ``"small"`` (well under two minutes on two cores) or ``"paper"`` (the
+            published setting).
+        out: results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``); the
+            experiment's runs and its record are always stored, and stored runs are reused.
+        force: recompute every run even when stored.
+        **overrides: fields of the experiment's config, applied on top of the preset.
+
+    Returns:
+        ExperimentOutcome with ``experiment`` and ``preset`` (str); ``config`` (dict, the
+        validated config); ``claims`` (list of Claim: ``name``, ``statement``, ``value``,
+        ``target``, ``passed``); ``passed`` (bool, all claims); ``summary`` (dict of scalars);
+        ``run_ids`` (list of str, the stored runs it used); ``figure`` (Path of the PNG under
+        ``<out>/figures``); ``results`` (dict, the experiment's raw results, mostly
+        Trajectories as returned by :func:`simulate` and :func:`predict`).
+
+    Raises:
+        InputError: unknown experiment or preset, or a bad override.
+    """
     return run_experiment(name, preset, overrides, out=out, force=force)
 
 
 @dataclass
 class Results:
-    """A results folder: DuckDB views ``runs`` and ``observables`` and pandas/xarray accessors."""
+    """A results folder opened by :func:`results`: DuckDB views over its Parquet files and
+    pandas/xarray accessors.
+
+    Attributes:
+        root: the folder.
+        con: a DuckDB connection with the views ``runs``, ``observables``, ``claims``,
+            ``experiments``, ``experiment_runs`` and ``failures`` (columns:
+            :mod:`attndyn.store.views`). ``runs`` is a snapshot taken when the folder is
+            opened; open it again to see runs stored since.
+    """
 
     root: Path
     con: duckdb.DuckDBPyConnection
 
     def query(self, sql: str) -> pd.DataFrame:
-        """Run SQL over the views and return a DataFrame."""
+        """Run SQL over the views.
+
+        Args:
+            sql: a DuckDB query, e.g. ``"SELECT run_id, d FROM runs WHERE family = 'aim'"``.
+
+        Returns:
+            pandas.DataFrame with the query's columns, one row per result row.
+        """
         return self.con.execute(sql).df()
 
     def runs(self) -> pd.DataFrame:
-        """One row per stored run with its flattened config."""
+        """The ``runs`` view, oldest first.
+
+        Returns:
+            pandas.DataFrame with one row per stored run: ``run_id``, ``family``, ``kind``
+            (simulation or theory), ``experiment``, ``sweep``, ``status``, ``n_diverged``,
+            ``wall_s``, ``version``, ``created``, …, then the run's config fields (one column per
+            field), then ``file``.
+        """
         return self.query("SELECT * FROM runs ORDER BY created, run_id")
 
     def observables(self, run_id: str | None = None) -> pd.DataFrame:
-        """Tidy observables, all runs or one."""
+        """Tidy observables of every stored run, or of ``run_id`` only.
+
+        Returns:
+            pandas.DataFrame with columns ``run_id, seed, time, samples, step, name, value``,
+            one row per (run, seed, record point, observable); ``seed`` and ``step`` are −1 for
+            theory runs.
+        """
         if run_id is None:
             return self.query("SELECT * FROM observables")
         return self.con.execute("SELECT * FROM observables WHERE run_id = ?", [run_id]).df()
 
     def trajectory(self, run_id: str) -> xr.Dataset:
-        """The stored run as a Trajectory."""
+        """The stored run ``run_id`` as a Trajectory, as :func:`simulate` or :func:`predict`
+        returned it: dims ``(seed, time)`` for a simulation, ``(time,)`` for theory (extra time
+        axes included, observables in alphabetical order). ``run_id`` must be stored in this
+        folder (see :meth:`runs`).
+        """
         return Store(self.root).read(run_id)
 
 
 def results(path: str | os.PathLike | None = None) -> Results:
-    """Open a results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``)."""
+    """Open a results folder for querying.
+
+    Args:
+        path: the folder; default ``$ATTNDYN_RESULTS``, else ``./attndyn-results``. A folder
+            with no runs yet gives empty views.
+
+    Returns:
+        Results with ``root`` and a DuckDB connection ``con``; see :class:`Results` for
+        ``query``, ``runs``, ``observables`` and ``trajectory``.
+    """
     root = results_dir(path)
     return Results(root=root, con=connect(root))

@@ -4,7 +4,8 @@ Both parameterisations learn the same Wishart teacher through the normalised Her
 h2(x) = (x² − 1)/√2 at L = 1 with the same sample budget n. For direct S, E h2'(Z) = 0 makes the
 uninformative manifold {t₁ = 0, p = 0} invariant (P1 Cor. 7), so p_12 stays near 0; the tied
 parameterisation breaks the symmetry through the shared isotropic feature (P1 Eq. 23) and p_12
-grows to O(1) within n = O(d² log d) samples (P1 Cor. 3).
+grows to O(1) within n = O(d² log d) samples (P1 Cor. 3). P1 is arXiv 2609.03858
+(docs/references.md).
 """
 
 from __future__ import annotations

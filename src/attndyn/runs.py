@@ -20,17 +20,39 @@ from attndyn.store import Store
 
 
 def family_config(family: str, values: dict[str, Any]) -> SimulationConfig:
-    """Validate ``values`` against the family's ``Config`` (InputError on bad input)."""
+    """Validate ``values`` against the family's simulation ``Config``.
+
+    Args:
+        family: a registered family name.
+        values: config fields by name; missing fields take their defaults.
+
+    Returns:
+        The validated config (a :class:`~attndyn.core.config.SimulationConfig` subclass).
+
+    Raises:
+        InputError: unknown family, unknown field or invalid value.
+    """
     return validate(get_family(family).Config, values)
 
 
 def theory_config(family: str, values: dict[str, Any]) -> GridConfig:
-    """Validate ``values`` against the family theory's ``Config``."""
+    """Validate ``values`` against the family theory's ``Config``.
+
+    Args:
+        family: a registered family that has a theory.
+        values: config fields by name; missing fields take their defaults.
+
+    Returns:
+        The validated theory config (a :class:`~attndyn.core.config.GridConfig` subclass).
+
+    Raises:
+        InputError: unknown family, a family without theory, unknown field or invalid value.
+    """
     return validate(get_theory(family).Config, values)
 
 
 def theory_kind(family: str) -> str:
-    """The run-id kind of a family's theory runs."""
+    """The run-id kind of a family's theory runs: ``"<family>:theory"``."""
     return f"{family}:theory"
 
 
@@ -43,8 +65,18 @@ def load_or_compute(
 ) -> tuple[xr.Dataset, bool]:
     """Read run ``run_id(kind, config)`` from ``store``, or compute, time and store it.
 
+    Args:
+        kind: what is hashed with the config into the run id: a family name for simulations,
+            ``"<family>:theory"`` for theory, an experiment's own model name otherwise.
+        config: the validated config.
+        compute: builds the Trajectory when it is not stored (or ``force``).
+        store: results folder to read from and write to; None computes without storing.
+        force: compute and overwrite even when stored.
+
     Returns:
-        (Trajectory with ``attrs['run_id']``, whether it was read back from the store).
+        (Trajectory, read_back): the Trajectory, dims ``(seed, time)`` for a simulation or
+        ``(time,)`` for theory, with ``attrs['run_id']`` set; ``read_back`` is True when it came
+        from the store. A fresh computation is stored with its wall time (``wall_s``).
     """
     rid = run_id(kind, config)
     if store is not None and store.exists(rid) and not force:
@@ -64,7 +96,12 @@ def simulation(
     store: Store | None = None,
     force: bool = False,
 ) -> tuple[xr.Dataset, bool]:
-    """The family's simulation of ``config`` (stored and reused; see :func:`load_or_compute`)."""
+    """The family's simulation of ``config``, stored and reused (:func:`load_or_compute`).
+
+    Returns:
+        (Trajectory with dims ``(seed, time)``, read_back); the Trajectory is described under
+        :func:`attndyn.api.simulate`.
+    """
     module = get_family(family)
     return load_or_compute(family, config, lambda: module.simulate(config), store, force)
 
@@ -72,7 +109,13 @@ def simulation(
 def theory(
     family: str, config: GridConfig, store: Store | None = None, force: bool = False
 ) -> tuple[xr.Dataset, bool]:
-    """The family theory's prediction for ``config`` (stored as a run of kind ``theory``)."""
+    """The family theory's prediction for ``config``, stored as a run of kind
+    ``"<family>:theory"`` and reused (:func:`load_or_compute`).
+
+    Returns:
+        (Trajectory with dim ``time``, read_back); the Trajectory is described under
+        :func:`attndyn.api.predict`.
+    """
     module = get_theory(family)
     return load_or_compute(
         theory_kind(family), config, lambda: module.predict(config), store, force

@@ -7,10 +7,10 @@ already stored), so a sweep's stored values do not depend on how it was run:
   vmapped over the union of their seeds (sorted, at most ``max_group_seeds`` of them; larger
   unions are split in seed order) and split per config afterwards. A config alone in its group
   runs exactly as ``attndyn simulate`` would run it. Vmapped lanes are NOT bit-identical to the
-  same seed run in a narrower vmap (XLA vectorises differently per batch width; measured
-  relative differences up to ~5% after 3,500 chaotic SGD steps at d = 16), so a grouped run's
-  values depend on its group; the group is recorded with the run (``vmap_seeds``) and is the
-  same every time the spec is run. ``group_seeds = false`` runs each config on its own;
+  same seed run in a narrower vmap (XLA vectorises differently per batch width; the measured
+  size is in docs/sweeps.md, "Tasks and seed groups"), so a grouped run's values depend on its
+  group; the group is recorded with the run (``vmap_seeds``) and is the same every time the spec
+  is run. ``group_seeds = false`` runs each config on its own;
 - experiments: one experiment run per task.
 
 A task whose runs are all stored is not run. A task with some runs missing runs its whole group
@@ -126,8 +126,8 @@ def configure_worker() -> None:
     """In a worker process before JAX starts its backend: one BLAS/XLA thread (a no-op for
     settings the process already has). With attndyn's persistent compilation cache on, cache
     every compiled program, however quick to compile: a sweep's tasks often share programs
-    (seed groups of one config differ only in their input seeds), and a cache hit costs ~0.1 s
-    where a tiny AIM program takes 1–4 s to compile."""
+    (seed groups of one config differ only in their input seeds), and a cache hit is far
+    cheaper than a compile (timings in BENCHMARKS.md, "Sweep wall time per executor")."""
     for key, value in single_thread_env().items():
         if key == "XLA_FLAGS" or key not in os.environ:
             os.environ[key] = value

@@ -1,5 +1,8 @@
 """Attention-indexed models (arXiv 2609.03858, with 2506.01582 and 2509.24914).
 
+In this package "P1" is arXiv 2609.03858 (Xu, Sagitova, Zdeborová, Krzakala) and "P1 Eq. n" its
+Eq. n; docs/references.md has the entries, docs/aim.md the readings chosen where P1 is silent.
+
 ``build(config)`` returns the :class:`~attndyn.core.trainer.Problem` that the trainer runs;
 ``simulate(config)`` runs it and returns a Trajectory on the family's macroscopic time axis
 (tied t = 4nα_d/d; direct S and untied τ = nα_d/d, untied also ``time_fast`` = nα_d).
@@ -194,7 +197,20 @@ def time_axes(config: AIMConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def simulate(config: AIMConfig, seeds=None):
-    """Run the config's seeds (or the explicit ``seeds``); Trajectory with dims seed × time."""
+    """Simulate online SGD of the AIM for every seed.
+
+    Args:
+        config: the validated AIMConfig.
+        seeds: explicit seeds; default ``config.seed … config.seed + config.seeds − 1``.
+
+    Returns:
+        Trajectory (xarray.Dataset), dims ``(seed, time)`` = (S, R): observables ``t_k``,
+        ``q_kl``, ``p_kl``, moments ``mu_<word>``, ``loss`` and the parameterisation's own
+        (direct S: ``Psi_kl``, ``Omega_kl``, ``pplus_kl``, ``pminus_kl``; untied: ``m_k``,
+        ``q1_kl``, ``q2_kl``, ``qsym_kl``, ``tA_k``, ``tB_k``), each (S, R) float64; ``time``
+        the macroscopic time (tied 4nα_d/d, direct S and untied nα_d/d), ``samples`` n,
+        ``step``, untied also ``time_fast`` = nα_d; ``diverged``/``diverged_step`` per seed.
+    """
     return simulate_problem(
         lambda: build(config), config, seeds, family=NAME, times=lambda s: time_axes(config, s)
     )

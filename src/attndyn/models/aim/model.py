@@ -98,8 +98,9 @@ def make_output(output: str, activation: str, beta: float, heads: int, layer_c: 
 
     - index: y = Σ_h σ(G_h), entrywise over the L×L forms;
     - softmax: y = Σ_h softmax_j(β G_h) row-wise (2506.01582: y = softmax(β h));
-    - two-layer (P2 multi-layer form, aim.md §1): per head h, indices (2h, 2h+1) are layers 1, 2;
-      A = c·I + Σ_h softmax(β G_{1,h}), y = Σ_h softmax(β A G_{2,h} Aᵀ).
+    - two-layer (the multi-layer form of arXiv 2506.01582, Eqs. 4–5; docs/aim.md): per head h,
+      indices (2h, 2h+1) are layers 1, 2; A = c·I + Σ_h softmax(β G_{1,h}),
+      y = Σ_h softmax(β A G_{2,h} Aᵀ).
     """
     if output == "index":
         act = ACTIVATIONS[activation]

@@ -1,5 +1,6 @@
 """QK/OV circuits toy of Vashisht & Ramaswamy, "Faster Query-Key Learning Sharpens Attention in
-Self-Attention Models" (ICML 2026, arXiv 2608.06776); see docs/circuits.md and qkov.md.
+Self-Attention Models" (ICML 2026, arXiv 2608.06776). Model, data and training follow the
+authors' code (docs/references.md); see docs/circuits.md.
 
 ``build(config)`` returns the trainer's :class:`~attndyn.core.trainer.Problem` (SGD, a fresh
 batch per step, groups ``qk`` with η_QK = ratio·lr (times the QK schedule) and ``ov`` with
@@ -98,8 +99,18 @@ def build(config: CircuitsConfig) -> Problem:
 
 
 def simulate(config: CircuitsConfig, seeds=None):
-    """Run the config's seeds (or the explicit ``seeds``); Trajectory with dims seed × time,
-    time = SGD steps."""
+    """Train the toy by SGD for every seed.
+
+    Args:
+        config: the validated CircuitsConfig.
+        seeds: explicit seeds; default ``config.seed … config.seed + config.seeds − 1``.
+
+    Returns:
+        Trajectory (xarray.Dataset), dims ``(seed, time)`` = (S, R), ``time`` = SGD steps: the
+        circuit and attention observables of :mod:`attndyn.models.circuits.observables` (e.g.
+        ``loss``, ``attn_distinct``, ``frac_sharp``, ``qk_sv1``, ``ov_gap``), each (S, R)
+        float64; coordinates ``samples``, ``step``, ``diverged``/``diverged_step`` per seed.
+    """
     return simulate_problem(lambda: build(config), config, seeds, family=NAME)
 
 

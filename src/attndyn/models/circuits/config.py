@@ -1,13 +1,14 @@
 """Configuration of the QK/OV circuits toy (Vashisht & Ramaswamy, ICML 2026, arXiv 2608.06776).
 
-Every size of the distinct/common-token task (digest qkov.md §3) and of the single-query
-self-attention model (§2) is a field; training is plain SGD with a fresh batch each step (§4),
-so the time axis is the SGD step: ``t_max`` is the number of steps. See docs/circuits.md.
+Every size of the distinct/common-token task and of the single-query self-attention model of the
+authors' code (docs/circuits.md, "Data" and "Model") is a field; training is plain SGD with a
+fresh batch each step ("Training"), so the time axis is the SGD step: ``t_max`` is the number of
+steps.
 
 Learning rates (one way only): ``lr`` is η_OV and ``ratio`` is r = η_QK/η_OV, so η_QK = r·lr;
 the QK step is additionally multiplied by ``qk_schedule`` (constant 1, or a linear ramp from
-``qk_ramp_start`` at step 0 to ``qk_ramp_end`` at the last step, the digest's "increasing-r"
-schedule, §4).
+``qk_ramp_start`` at step 0 to ``qk_ramp_end`` at the last step, the notebooks' increasing-ratio
+schedule, docs/circuits.md, "Training").
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from attndyn.core.config import SimulationConfig
 Init = Literal["auto", "eye", "default"]
 PARAMS = ("FAFO", "FACO", "CAFO", "CACO")
 
-# Paper (notebook) initialisations per parameterisation, digest §2 "Initialization":
+# Paper (notebook) initialisations per parameterisation (docs/circuits.md, "Model"):
 # Row-1 notebook (Fig. 2 equal-lr runs): FAFO W_q, W_k PyTorch default, W_V, W_P eye·1e-6;
 # FACO and CAFO all eye·1e-6; CACO (Net_CACO) PyTorch default for W_KQ and W_P.
 PAPER_INIT: dict[str, dict[str, str]] = {
@@ -43,7 +44,7 @@ MATRICES: dict[str, tuple[str, ...]] = {
 class CircuitsConfig(SimulationConfig):
     """Single-query self-attention on one-hot tokens, trained by SGD on the distinct/common task.
 
-    Data (qkov.md §3): class c ~ U{0..n_classes−1}; seq_len−2 i.i.d. context tokens with
+    Data (docs/circuits.md, "Data"): class c ~ U{0..n_classes−1}; seq_len−2 i.i.d. context tokens with
     unnormalised weights ``common_weight`` on the common ids 0..n_common−1 and the ramp
     linspace(distinct_min, distinct_max, n_distinct) on the class's distinct ids
     n_common + c·n_distinct + (0..n_distinct−1); then the query id query_start + c. The model
@@ -56,7 +57,7 @@ class CircuitsConfig(SimulationConfig):
     seeds: int = Field(4, ge=1, le=4096, description="number of seeds, run in parallel with vmap")
     seed: int = Field(1234, ge=0, description="first seed (the notebooks use 1234..1238)")
 
-    # --- data (§3) ---
+    # --- data ---
     vocab: int = Field(50, ge=2, le=4096, description="vocabulary size V = d_model (one-hot)")
     n_classes: int = Field(4, ge=1, le=256, description="number of classes")
     n_common: int = Field(10, ge=1, description="common tokens: ids 0..n_common-1")
@@ -70,7 +71,7 @@ class CircuitsConfig(SimulationConfig):
         64, ge=3, le=8192, description="sequence length incl. query and label (input: seq_len-1)"
     )
 
-    # --- model (§2) ---
+    # --- model ---
     param: Literal["FAFO", "FACO", "CAFO", "CACO"] = Field(
         "FAFO", description="factorised/collapsed attention (FA/CA) and output (FO/CO)"
     )
@@ -84,7 +85,7 @@ class CircuitsConfig(SimulationConfig):
     init_p: Init = Field("auto", description="W_P init: eye, default or auto (paper)")
     eye_scale: float = Field(1e-6, ge=0, description="'eye' init is eye_scale·I")
 
-    # --- optimisation (§4) ---
+    # --- optimisation ---
     lr: float = Field(1e-2, gt=0, description="η_OV, SGD step of the OV circuit")
     ratio: float = Field(1.0, gt=0, description="r = η_QK/η_OV (η_QK = ratio·lr)")
     qk_schedule: Literal["constant", "linear"] = Field(
@@ -94,7 +95,7 @@ class CircuitsConfig(SimulationConfig):
     qk_ramp_end: float = Field(1.0, gt=0, description="QK multiplier at the last step (linear)")
     batch: int = Field(32, ge=1, le=65_536, description="sequences per SGD step")
 
-    # --- observation (§6) ---
+    # --- observation ---
     test_size: int = Field(
         2048, ge=1, le=100_000, description="fixed test sequences (the notebooks use 6400)"
     )
@@ -132,7 +133,7 @@ class CircuitsConfig(SimulationConfig):
 
     @property
     def scale(self) -> float:
-        """Score multiplier 1/√d_model (qkov.md §2)."""
+        """Score multiplier 1/√d_model (docs/circuits.md, "Model")."""
         return self.score_scale if self.score_scale is not None else 1.0 / np.sqrt(self.vocab)
 
     @property

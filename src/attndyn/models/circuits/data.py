@@ -1,4 +1,4 @@
-"""The distinct-vs-common-token task (qkov.md §3, from the authors' notebooks).
+"""The distinct-vs-common-token task of the authors' notebooks (docs/circuits.md, "Data").
 
 API (used by the circuits family and by its theory experiments):
 
@@ -10,7 +10,7 @@ API (used by the circuits family and by its theory experiments):
 - :func:`relevant_mask` ``(tokens, cfg) -> bool``: the task-relevant (distinct) tokens,
   ids ≥ n_common (the notebooks' ``inputs > 9``); the query token is not relevant;
 - :func:`uniform_distinct_mass` ``(cfg)``: expected distinct-token attention mass under uniform
-  attention, (seq_len−2)·P(distinct)/(seq_len−1) (≈ 0.35 for the defaults, qkov.md §3 [R]).
+  attention, (seq_len−2)·P(distinct)/(seq_len−1) (≈ 0.35 for the defaults).
 
 Every class puts the same weights on its support (common_weight on each common id, the ramp on its
 own distinct ids), so a context token is drawn as an index into one shared cumulative table of
@@ -31,7 +31,7 @@ def support_weights(cfg) -> np.ndarray:
 
 
 def class_distribution(cfg) -> np.ndarray:
-    """p_c over the vocabulary, shape [n_classes, vocab] (qkov.md §3)."""
+    """p_c over the vocabulary, shape [n_classes, vocab] (docs/circuits.md, "Data")."""
     w = support_weights(cfg)
     p = np.zeros((cfg.n_classes, cfg.vocab))
     for c in range(cfg.n_classes):

@@ -1,4 +1,4 @@
-"""Single-query self-attention on one-hot tokens (qkov.md §2, the notebooks' Net_p1..Net_p4).
+"""Single-query self-attention on one-hot tokens (the notebooks' Net_p1..Net_p4; docs/circuits.md).
 
 nn.Linear convention y = W x with W of shape (out, in) and d_model = vocab; a one-hot input e_t
 makes W x = W[:, t], so the model is written with gathers instead of one-hot matmuls:
@@ -8,7 +8,7 @@ makes W x = W[:, t], so the model is written with gathers instead of one-hot mat
     logit = W_OV h,  h = Σ_j a_j e_{x_j}, W_OV = W_P W_V (FO) or W_P (CO)
     loss  = cross-entropy(logit, label)   (batch mean)
 
-which is x_Tᵀ W_qᵀ W_k x_j/√d and W_P Σ_j a_j W_V x_j of §2 exactly (the CA query is the raw
+which is x_Tᵀ W_qᵀ W_k x_j/√d and W_P Σ_j a_j W_V x_j of the notebooks exactly (the CA query is the raw
 one-hot x_T). :func:`forward_onehot` is the direct one-hot-matmul transcription used to test it.
 
 Parameters: two top-level groups so that the trainer's per-group step sizes give η_QK and η_OV:
@@ -29,7 +29,7 @@ GROUP = {"q": "qk", "k": "qk", "kq": "qk", "v": "ov", "p": "ov"}
 
 def init_params(key: jax.Array, cfg, dtype=jnp.float32) -> dict:
     """Each V×V matrix is ``eye_scale·I`` ('eye') or PyTorch's nn.Linear default ('default':
-    kaiming_uniform(a=√5), i.e. U(−1/√fan_in, 1/√fan_in) with fan_in = vocab), qkov.md §2."""
+    kaiming_uniform(a=√5), i.e. U(−1/√fan_in, 1/√fan_in) with fan_in = vocab)."""
     v = cfg.vocab
     bound = 1.0 / np.sqrt(v)
     params: dict = {"qk": {}, "ov": {}}

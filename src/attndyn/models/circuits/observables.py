@@ -1,4 +1,4 @@
-"""Circuit and attention observables of the circuits toy (qkov.md §5.3, §6).
+"""Circuit and attention observables of the circuits toy (docs/circuits.md, "Observables").
 
 Circuits (computed at record points from the parameters):
 
@@ -10,14 +10,14 @@ Circuits (computed at record points from the parameters):
   rank exp(−Σ p_i log p_i), p_i = σ_i/Σσ (Roy & Vetterli 2007).
 - ``{c}_balance`` = ‖AᵀA − BBᵀ‖_F and ``{c}_balance_rel`` = that over max(‖AᵀA‖_F, ‖BBᵀ‖_F)
   (the notebooks' Δ), factorised circuits only. Gradient flow conserves AᵀA/η_A − BBᵀ/η_B
-  (qkov.md §5.3); both factors of a circuit share one step size here (also under the QK ramp,
+  (docs/circuits-theory.md §2); both factors of a circuit share one step size here (also under the QK ramp,
   which only reparameterises time), so AᵀA − BBᵀ itself is the conserved quantity.
 - ``qk_gap``: scale·(mean over classes c of mean_{j distinct of c} W_QK[q_c, j] −
   mean_{j common} W_QK[q_c, j]), the score advantage of relevant tokens (≈ μ_QK of the reduced
-  ODE, §5.1 [R]); ``ov_gap``: mean over c of mean_{j distinct of c} (W_OV[label_c, j] −
+  ODE, docs/circuits-theory.md §1; our reading); ``ov_gap``: mean over c of mean_{j distinct of c} (W_OV[label_c, j] −
   mean_{l ≠ c} W_OV[label_l, j]), the OV logit margin a distinct token carries.
 
-Attention on the fixed test set (§6): per sequence the distinct-token mass Σ_{j: x_j relevant} a_j
+Attention on the fixed test set (the notebooks' metrics): per sequence the distinct-token mass Σ_{j: x_j relevant} a_j
 and the probability of the correct token; ``attn_distinct`` (mean mass), ``frac_sharp`` (fraction
 with mass ≥ sharp_threshold, 0.6 by default), ``hist_a{i}_p{j}`` the Fig.-2 5×5 histogram in % of
 sequences (mass bin i, probability bin j, edges 0, .2, .4, .6, .8, 1; the value 1 falls in the

@@ -1,11 +1,11 @@
 """Single-query softmax attention learned by projected SGA (arXiv 2606.22406, Truong).
 
-Reconstruction of the digest ``research/softmax_query.md`` §2 (the paper's body was not
-available): the query q maximises E‖a(q; X)‖², a = Σ softmax(β⟨q, x_i⟩) x_i, over tokens carrying
+Our reconstruction of the model (docs/query.md; the paper's body was not available, only its
+abstract): the query q maximises E‖a(q; X)‖², a = Σ softmax(β⟨q, x_i⟩) x_i, over tokens carrying
 a latent direction u; the claim is that q → ±u. ``build(config)`` returns the trainer's
 :class:`~attndyn.core.trainer.Problem` (analytic gradient, sphere projection); ``simulate`` runs
 it and returns a Trajectory whose ``time`` counts SGA steps, with the extra time axis
-``ode_time`` = Σ_{j<k} η_j (the limiting ODE's time, digest §3) and observables
+``ode_time`` = Σ_{j<k} η_j (the limiting ODE's time, docs/query-theory.md §2) and observables
 
 - ``overlap`` m = ⟨q, u⟩/‖q‖ and ``alignment`` |m|;
 - ``q_norm`` ‖q‖ and ``perp_norm`` ‖P_⊥ q‖ = ‖q − ⟨q, u⟩u‖;
@@ -101,7 +101,7 @@ def init_query(key: jax.Array, u: jax.Array, config: QueryConfig) -> jax.Array:
 
 
 def observe(q: jax.Array, u: jax.Array) -> dict[str, jax.Array]:
-    """Order parameters: overlap m, alignment |m|, ‖q‖, ‖P_⊥q‖ (digest checklist item 6)."""
+    """Order parameters: overlap m, alignment |m|, ‖q‖, ‖P_⊥q‖ (docs/query.md, "Observables")."""
     norm = jnp.linalg.norm(q)
     along = q @ u
     return {
@@ -184,8 +184,8 @@ def step_sizes(config: QueryConfig, k: np.ndarray) -> np.ndarray:
 
 
 def ode_times(config: QueryConfig, steps: np.ndarray, block: int = 1 << 20) -> np.ndarray:
-    """t_K = Σ_{j<K} η_j at each record step K, summed exactly in float64 (digest §3: the
-    mean-field ODE's time is the cumulative step size)."""
+    """t_K = Σ_{j<K} η_j at each record step K, summed exactly in float64 (the limiting
+    ODE's time is the cumulative step size, docs/query-theory.md §2)."""
     out = np.empty(len(steps), dtype=np.float64)
     total, k = 0.0, 0
     for i, target in enumerate(np.asarray(steps, dtype=np.int64)):
@@ -203,8 +203,18 @@ def time_axes(config: QueryConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def simulate(config: QueryConfig, seeds=None):
-    """Run the seeds (``config.seed`` … or the explicit list ``seeds``) and return the
-    Trajectory (dims seed × time; time = SGA steps; coordinate ``ode_time``)."""
+    """Run projected SGA for every seed.
+
+    Args:
+        config: the validated QueryConfig.
+        seeds: explicit seeds; default ``config.seed … config.seed + config.seeds − 1``.
+
+    Returns:
+        Trajectory (xarray.Dataset), dims ``(seed, time)`` = (S, R), ``time`` = SGA steps:
+        ``overlap``, ``alignment``, ``q_norm``, ``perp_norm``, ``objective``, each (S, R)
+        float64; coordinates ``samples`` = steps·batch, ``step``, ``ode_time`` = Σ_{j<k} η_j
+        (R,), ``diverged``/``diverged_step`` per seed.
+    """
     n_seeds = config.seeds if seeds is None else len(seeds)
     return simulate_problem(
         lambda: build(config, n_seeds=n_seeds),

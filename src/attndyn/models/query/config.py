@@ -1,8 +1,8 @@
 """Configuration of the single-query softmax-attention simulator (arXiv 2606.22406, Truong).
 
-The paper's body was not available; the model is the reconstruction of the digest
-``research/softmax_query.md`` §2, and every choice the digest marks [I] is a field here. The
-defaults and the reasons for them are listed in docs/query.md.
+The paper's body was not available (only its abstract); the model is our reconstruction, and
+every choice the abstract leaves open is a field here. The model, the defaults and the reasons
+for them are in docs/query.md.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ the tokens of a sample do not depend on how they are streamed (see model.py)."""
 class QueryConfig(SimulationConfig):
     """Projected stochastic gradient *ascent* on ‖a(q; X)‖², a(q; X) = Σ softmax(β⟨q, x_i⟩) x_i.
 
-    Tokens (digest §2): latent unit u; n_I informative x_i = θ ξ_i u + z_i, n_N nuisance x_j = z_j,
-    z ~ N(0, σ² I_d), ξ a Rademacher sign per sequence, per token, or ξ = 1. Step (digest §2):
-    q ← Π(q + η_k ĝ) with ĝ the mini-batch mean of ∇_q‖a‖², Π the normalisation onto the unit
-    sphere (or the identity), η_k = η (k0/(k + k0))^γ (Robbins–Monro) or η. The time axis counts
-    SGA steps (``t_max`` is the number of steps); ``ode_time`` = Σ_{j<k} η_j is the limiting
-    ODE's time.
+    Tokens (docs/query.md, "Model"): latent unit u; n_I informative x_i = θ ξ_i u + z_i, n_N
+    nuisance x_j = z_j, z ~ N(0, σ² I_d), ξ a Rademacher sign per sequence, per token, or ξ = 1.
+    Step: q ← Π(q + η_k ĝ) with ĝ the mini-batch mean of ∇_q‖a‖², Π the normalisation onto the
+    unit sphere (or the identity), η_k = η (k0/(k + k0))^γ (Robbins–Monro) or η. The time axis
+    counts SGA steps (``t_max`` is the number of steps); ``ode_time`` = Σ_{j<k} η_j is the
+    limiting ODE's time.
     """
 
     t_max: float = Field(

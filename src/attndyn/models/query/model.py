@@ -1,8 +1,9 @@
 """Tokens, attention output, objective and its analytic gradient, whole or streamed.
 
-Model (digest ``research/softmax_query.md`` §2 [I]): per sample, tokens x_i = θ ξ_i u 1[i < n_I]
-+ z_i, z_i ~ N(0, σ² I_d); scores s_i = β⟨q, x_i⟩, weights w = softmax(s), attention output
-a = Σ w_i x_i and objective ‖a‖². Since ∂w_i/∂q = β w_i (x_i − a) (digest §2),
+Model (our reconstruction of arXiv 2606.22406, whose body we could not read; docs/query.md,
+"Model"): per sample, tokens x_i = θ ξ_i u 1[i < n_I] + z_i, z_i ~ N(0, σ² I_d); scores
+s_i = β⟨q, x_i⟩, weights w = softmax(s), attention output a = Σ w_i x_i and objective ‖a‖².
+Since ∂w_i/∂q = β w_i (x_i − a),
 
     ∇_q ‖a‖² = 2β Σ_i w_i ⟨x_i, a⟩ (x_i − a) = 2β (Σ_i w_i c_i x_i − (Σ_i w_i c_i) a),  c_i = ⟨x_i, a⟩.
 
@@ -11,8 +12,8 @@ softmax normaliser is known. Two exact routes:
 
 - ``whole``: draw the sample's n×d tokens once, keep them, and run four matrix–vector products
   (scores, a, c, Σ w c x). Cost: one Gaussian draw of n·d values plus O(n·d) memory-bound
-  arithmetic, which measured ≈ 1/20 of the draw at n = 10⁴, d = 256 (bench/query.py). This is the
-  cheapest exact route and the default whenever the tokens fit in memory.
+  arithmetic, which is small next to the draw (timings in BENCHMARKS.md, "Query SGA"). This is
+  the cheapest exact route and the default whenever the tokens fit in memory.
 - ``chunked``: memory O(chunk·d). Pass 1 scans the chunks with an online log-sum-exp (running
   max M, running Z = Σ e^{s−M}, running A = Σ e^{s−M} x, rescaled by e^{M_old − M_new} when the
   max grows), giving a = A/Z. Pass 2 regenerates each chunk from the same keys and accumulates

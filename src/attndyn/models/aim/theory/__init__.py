@@ -127,7 +127,19 @@ def _n_student(config: AIMConfig) -> int:
 
 
 def predict(config: AIMTheoryConfig) -> xr.Dataset:
-    """Integrate the theory on the simulator's time grid; see the module docstring."""
+    """Integrate the theory ``config.method`` on the simulator's time grid.
+
+    Args:
+        config: the validated AIMTheoryConfig (the simulator's fields plus ``method``,
+            ``truncation``, ``rtol``, ``quad_log2``, …).
+
+    Returns:
+        Trajectory (xarray.Dataset) with dim ``time`` = (R,), the simulator's record grid for
+        the same config: the simulator's observable names (``t_k``, ``q_kl``, ``p_kl``,
+        ``loss``, moments, or the direct-S/untied ones), each (R,) float64; coordinates
+        ``time``, ``samples`` (untied also ``time_fast``); attrs ``family``, ``config`` (with
+        the resolved ``theory`` method).
+    """
     if config.resolved_method.startswith("untied"):  # P1 §4.1, see theory/untied.py
         from attndyn.models.aim.theory.untied import predict_untied
 

@@ -12,7 +12,8 @@ truncation sets μ_α ≡ 0 for |α| > M. The matrix flow is
 
     dS_k/dt = − Σ_l Γ_kl(q) (S_l S_k + S_k S_l) − (γ/2) S_k   (k trainable),
 
-whose traces satisfy Eq. 11 identically (aim_d3_notes.md).
+(P1 Eqs. 207–210, with H_k = 4 Σ_l Γ_kl S_l of Eq. 263), whose traces satisfy Eq. 11 identically:
+taking Tr(·)/d of a word's derivative reproduces the right-hand side of Eq. 11 term by term.
 """
 
 from __future__ import annotations

@@ -22,18 +22,15 @@ half the derivative with respect to the symmetric scalar:
 (``gamma_tied``) is instead Eq. 91 itself: the quadrature average of the autodiff Hessian of L
 (``gamma_price``). Both agree in the interior of the cone; near a singular q (e.g. the student
 aligning with the teacher, q11 q22 − q12² → 0) the derivative of the Cholesky factor grows like
-1/√(smallest eigenvalue) and amplifies the quadrature error (softmax L = 2, 2^14 QMC nodes: Γ
-off by 20% at a relative gap 1e-6, with the wrong sign at 1e-9), while the Price form stays
-bounded and is defined on the boundary.
+1/√(smallest eigenvalue) and amplifies the quadrature error, while the Price form stays bounded
+and is defined on the boundary (measured errors: BENCHMARKS.md, "Quadrature of Γ").
 
 Reduced coordinates: when the loss is invariant along some directions of the distinct entries
 (a row-wise softmax ignores a constant added to a row), Φ is an expectation over the r directions
 it depends on (:func:`loss_basis`). For the tied softmax model with L = 2 and two indices that is
 4 dimensions instead of 6, where a tensor Gauss–Hermite rule fits (order 11 in the default 2^14
-budget): Γ is ~5× cheaper than 2^14 Sobol points in 6 dimensions; against a 2^20-point
-reference its relative error was 2e-6 (order 10) vs 1.3e-4 (2^15 Sobol) at q = [[.8, .3], [.3, 1]],
-and 1.7e-3 (order 10) / 5e-4 (order 12) vs 7e-4 at the sharp q11 = 3; the hierarchy's solver
-also takes fewer steps on the smoother Γ (304 right-hand sides to t = 10 instead of 781).
+budget). Its cost and accuracy against Sobol QMC in the full 6 dimensions are in BENCHMARKS.md,
+"Quadrature of Γ".
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""Circuits theory (Vashisht & Ramaswamy, ICML 2026, arXiv 2608.06776; digest qkov.md §5).
+"""Circuits theory (Vashisht & Ramaswamy, ICML 2026, arXiv 2608.06776; docs/circuits-theory.md).
 
-``predict(config)`` integrates the reduced two-scalar gradient flow of §5.1
-(:mod:`attndyn.models.circuits.theory.reduced`) and returns a Trajectory (dim ``time``, the
-gradient-flow time t with the config's learning rates) with observables ``mu_ov``, ``mu_qk``,
-``alpha`` (attention mass on the informative tokens) and ``loss``. The crossing table at loss
-thresholds is :func:`reduced.crossings`.
+``predict(config)`` integrates the reduced two-scalar gradient flow stated in the README of the
+authors' code (docs/circuits-theory.md §1; :mod:`attndyn.models.circuits.theory.reduced`) and
+returns a Trajectory (dim ``time``, the gradient-flow time t with the config's learning rates)
+with observables ``mu_ov``, ``mu_qk``, ``alpha`` (attention mass on the informative tokens) and
+``loss``. The crossing table at loss thresholds is :func:`reduced.crossings`.
 
-Other parts: :mod:`~attndyn.models.circuits.theory.factorization` (§5.3, factorisation as
-learning-rate rescaling: the conserved quantity and the effective learning rate) and
-:mod:`~attndyn.models.circuits.theory.fixed_attention` (the Fig. 3 fixed-attention model, §6).
-See docs/circuits-theory.md.
+Other parts: :mod:`~attndyn.models.circuits.theory.factorization` (factorisation as learning-rate
+rescaling: the conserved quantity and the effective learning rate, docs/circuits-theory.md §2)
+and :mod:`~attndyn.models.circuits.theory.fixed_attention` (the Fig. 3 fixed-attention model,
+docs/circuits-theory.md §3).
 
 Time: the reduced flow's t is not the toy simulator's SGD step (the reduced problem is a stylised
 model, not the toy's exact order-parameter flow), so ``predict`` keeps its own axis.
@@ -35,12 +35,12 @@ observables and gradient-flow time, not the order-parameter flow of the toy simu
 
 
 class CircuitsTheoryConfig(GridConfig):
-    """The reduced flow's constants (digest §5.1; defaults are Fig. 4's) and its time grid.
+    """The reduced flow's constants (docs/circuits-theory.md §1; defaults are Fig. 4's) and its time grid.
 
     Learning rates: ``eta_ov`` and either ``ratio`` r = η_QK/η_OV (default 1) or ``eta_qk``.
     The run ends at the first time the loss reaches ``stop_loss``, or at ``t_max`` if set;
     ``grid="log"`` records uniformly in log10(1 + t), ``"linear"`` uniformly in t.
-    The digest's M is the field ``n_classes``. The flow is deterministic and runs in float64,
+    The README's M is the field ``n_classes``. The flow is deterministic and runs in float64,
     so the config has no seeds and no dtype.
     """
 
@@ -89,8 +89,17 @@ def params_of(config: CircuitsTheoryConfig) -> ReducedParams:
 
 
 def predict(config: CircuitsTheoryConfig) -> xr.Dataset:
-    """Integrate the §5.1 flow; observables mu_ov, mu_qk, alpha, loss on ``records`` points from
-    t = 0 to the stop (uniform in log10(1 + t) for ``grid="log"``, Fig. 4's axis)."""
+    """Integrate the reduced flow from t = 0 to the stop.
+
+    Args:
+        config: the validated CircuitsTheoryConfig.
+
+    Returns:
+        Trajectory (xarray.Dataset) with dim ``time`` = (R,), R = ``records`` points uniform in
+        log10(1 + t) for ``grid="log"`` (Fig. 4's axis), in t for ``"linear"``; ``time`` is the
+        flow's own gradient-flow time, not the toy simulator's SGD step. Observables
+        ``mu_ov``, ``mu_qk``, ``alpha``, ``loss``, each (R,) float64.
+    """
     p = params_of(config)
     sol = solve(
         p,

@@ -1,9 +1,9 @@
-"""Factorisation as implicit learning-rate rescaling (qkov.md §5.3, tag [R]).
+"""Factorisation as implicit learning-rate rescaling (our derivation, docs/circuits-theory.md §2).
 
-The paper's claim [P] (abstract, arXiv 2608.06776): under gradient flow, factorising a circuit
-implicitly rescales its learning rate. The standard derivation (digest §5.3; for equal rates it
-is the balancedness result of Arora, Cohen & Hazan 2018 / Du, Hu & Lee 2018), with separate
-rates η_A, η_B:
+The paper's claim (abstract of arXiv 2608.06776): under gradient flow, factorising a circuit
+implicitly rescales its learning rate. The standard derivation (for equal rates it is the
+balancedness result of Arora, Cohen & Hazan, arXiv 1802.06509, and Du, Hu & Lee, arXiv
+1806.00900), with separate rates η_A, η_B:
 
 Take W = A B (A: p×k, B: k×q), a loss L(W), G = ∂L/∂W. Gradient flow on the factors is
 
@@ -30,7 +30,7 @@ Closed forms in W alone:
   likewise BᵀB = √(η_B/η_A)(WᵀW)^{1/2}, and
   dW/dt = −√(η_A η_B) [(WWᵀ)^{1/2} G + G (WᵀW)^{1/2}].
 
-Consequence (digest §5.3): at equal nominal rates a factorised OV circuit, whose effective rate
+Consequence: at equal nominal rates a factorised OV circuit, whose effective rate
 grows with |W_OV|, outruns a collapsed one.
 """
 
@@ -53,23 +53,23 @@ __all__ = [
 
 
 def conserved(A, B, eta_a: float, eta_b: float):
-    """C = AᵀA/η_A − BBᵀ/η_B for W = A B (digest §5.3). For OV (W_OV = W_P W_V): A = W_P,
-    B = W_V; for QK (W_QK = W_qᵀ W_k): A = W_qᵀ, B = W_k."""
+    """C = AᵀA/η_A − BBᵀ/η_B for W = A B. For OV (W_OV = W_P W_V): A = W_P, B = W_V;
+    for QK (W_QK = W_qᵀ W_k): A = W_qᵀ, B = W_k."""
     return A.T @ A / eta_a - B @ B.T / eta_b
 
 
 def equal_lr_conserved(A, B):
-    """AᵀA − BBᵀ: conserved only when η_A = η_B (the code's balancedness check, §5.3 [C])."""
+    """AᵀA − BBᵀ: conserved only when η_A = η_B (the authors' code's balancedness check)."""
     return A.T @ A - B @ B.T
 
 
 def factor_velocity(A, B, G, eta_a: float, eta_b: float):
-    """dW/dt = −η_B A Aᵀ G − η_A G BᵀB under gradient flow on (A, B) (§5.3)."""
+    """dW/dt = −η_B A Aᵀ G − η_A G BᵀB under gradient flow on (A, B)."""
     return -eta_b * A @ A.T @ G - eta_a * G @ B.T @ B
 
 
 def scalar_effective_lr(W, C, eta_a: float, eta_b: float):
-    """Effective rate of a scalar product W = a b: √(η_A² η_B² C² + 4 η_A η_B W²) (§5.3), with
+    """Effective rate of a scalar product W = a b: √(η_A² η_B² C² + 4 η_A η_B W²), with
     C = a²/η_A − b²/η_B, so that dW/dt = −lr_eff · L'(W)."""
     W = np.asarray(W, dtype=np.float64)
     return np.sqrt(eta_a**2 * eta_b**2 * np.asarray(C) ** 2 + 4.0 * eta_a * eta_b * W**2)
@@ -83,7 +83,7 @@ def psd_sqrt(S: np.ndarray) -> np.ndarray:
 
 
 def balanced_velocity(W: np.ndarray, G: np.ndarray, eta_a: float, eta_b: float) -> np.ndarray:
-    """dW/dt = −√(η_A η_B) [(WWᵀ)^{1/2} G + G (WᵀW)^{1/2}] on the balanced set C = 0 (§5.3)."""
+    """dW/dt = −√(η_A η_B) [(WWᵀ)^{1/2} G + G (WᵀW)^{1/2}] on the balanced set C = 0."""
     return -np.sqrt(eta_a * eta_b) * (psd_sqrt(W @ W.T) @ G + G @ psd_sqrt(W.T @ W))
 
 

@@ -1,4 +1,4 @@
-"""Fixed-attention sensitivity (Fig. 3 of arXiv 2608.06776; digest qkov.md §6, §7 Fig 3).
+"""Fixed-attention sensitivity (Fig. 3 of arXiv 2608.06776; docs/circuits-theory.md §3).
 
 The attention of the single-query layer is frozen and only the OV circuit is trained, to
 measure how much "pressure" the current OV state puts on attention:
@@ -6,13 +6,13 @@ measure how much "pressure" the current OV state puts on attention:
 - attention weight α/s₁ on each of the s₁ positions holding a task-relevant (distinct) token
   (id ≥ n_common, the notebooks' ``x > 9``) and (1 − α)/s₂ on each of the s₂ other positions;
 - context c(α) = Σ_j a_j e_{x_j} = α c_d + (1 − α) c_c, with c_d, c_c the mean one-hot vectors of
-  the relevant and the other positions (one-hot inputs, no positional encoding, §2);
+  the relevant and the other positions (one-hot inputs, no positional encoding);
 - logits: **collapsed** OV W_P c + b_P (``nn.Linear(50, 50)`` with bias), **factorised** OV
   W_P W_V c (two ``nn.Linear(50, 50, bias=False)``); PyTorch's default init, U(±1/√V) for
   weights and bias; cross-entropy against the label; plain SGD, lr 1e-2, a fresh batch each step;
 - recorded on a fixed evaluation set: L^t(α), L^t(α + δ) (the same OV parameters, attention
   moved to α + δ) and the sensitivity (L^t(α) − L^t(α + δ))/δ, δ = 0.005. For α + δ > 1 the
-  sensitivity is set to 0 (the α = 1 curve is 0 by construction in Fig. 3, digest §7).
+  sensitivity is set to 0 (the α = 1 curve is 0 by construction in the Fig. 3 notebooks).
 
 Reading of the notebooks (FIg-3-Code/Fig-3_Fixed-Self-Attention-Experiments_{Collapsed,
 Factorised}.ipynb, read for this module), recorded as config fields:
@@ -63,7 +63,7 @@ RUN_FAMILY = "circuits:fixed-attention"
 
 
 class FixedAttentionConfig(SimulationConfig):
-    """One fixed-attention run: α, the OV parameterisation and SGD settings (qkov.md §6, §7).
+    """One fixed-attention run: α, the OV parameterisation and SGD settings (docs/circuits-theory.md §3).
 
     The time axis is the SGD step (``t_max`` steps; Fig. 3: 500 epochs × 250 steps).
     """

@@ -1,9 +1,9 @@
-"""The reduced two-scalar gradient flow of the QK/OV circuits (qkov.md §5.1).
+"""The reduced two-scalar gradient flow of the QK/OV circuits (docs/circuits-theory.md §1).
 
 Source: the README of the authors' code (Vashisht & Ramaswamy, ICML 2026, arXiv 2608.06776,
 github.com/vashishtrahul/Faster-Query-Key-Learning-Sharpens-Attention-in-Self-Attention-Models,
-"Fig-4 Code"), digest tag [C]; the paper body (where these are presumably the Fig. 4 equations)
-was not available to us. A stylised next-token problem whose gradient flow reduces to two
+"Fig-4 Code"; docs/references.md); the paper body (where these are presumably the Fig. 4
+equations) was not available to us. A stylised next-token problem whose gradient flow reduces to two
 scalars, μ_QK (the logit of the m informative tokens; the n uninformative ones have logit 0) and
 μ_OV (the margin of the correct one of M output classes):
 
@@ -12,13 +12,13 @@ scalars, μ_QK (the logit of the m informative tokens; the n uninformative ones 
     dμ_OV/dt   = η_OV α / (b (e^{α μ_OV} + M − 1))
     dμ_QK/dt   = η_QK (M − 1) α (1 − α) μ_OV / (M b² (e^{α μ_OV} + M − 1))
 
-[R] (checked in tests/test_circuits_theory.py): the right-hand side is a metric-scaled gradient
+Our derivation (checked in tests/test_circuits_theory.py): the right-hand side is a metric-scaled gradient
 flow, dμ/dt = −diag(η_OV/(b(M−1)), η_QK/(M b²)) ∇L, so b and M act as per-coordinate
 learning-rate scalings; the path in (μ_OV, μ_QK) depends only on r = η_QK/η_OV, with
 dμ_QK/dμ_OV = r (M − 1)(1 − α) μ_OV/(M b) (:func:`path_rhs`); dμ_QK/dt = 0 while μ_OV = 0.
 
-The authors integrate with RK4 in τ = t·min(η_OV, η_QK), dτ = 10, until L = 1e-4 (digest
-§5.1). Here: scipy's adaptive DOP853 in float64 (rtol 1e-10 by default, absolute tolerance
+The authors integrate with RK4 in τ = t·min(η_OV, η_QK), dτ = 10, until L = 1e-4 (the
+"Fig-4 Code" notebook). Here: scipy's adaptive DOP853 in float64 (rtol 1e-10 by default, absolute tolerance
 rtol·1e-4) on the physical time t, with terminal and non-terminal events at loss thresholds
 (event function log L − log L_k, so small thresholds are resolved in relative terms). The loss
 falls monotonically along the flow (dL/dt = −∇Lᵀ diag(·) ∇L ≤ 0), so the first crossing of a
@@ -51,15 +51,15 @@ __all__ = [
 PAPER_THRESHOLDS = (1.0, 1e-1, 1e-2, 1e-3, 1e-4)
 """Loss thresholds of the crossings table (the decades of Fig. 4's 50 log-spaced thresholds)."""
 PAPER_RATIOS = (0.01, 0.1, 1.0, 10.0, 100.0)
-"""r = η_QK/η_OV of Fig. 4 (digest §5.1)."""
+"""r = η_QK/η_OV of Fig. 4 (the authors' README)."""
 
 
 @dataclass(frozen=True)
 class ReducedParams:
-    """Constants of the reduced flow (digest §5.1; defaults are the Fig. 4 simulation's).
+    """Constants of the reduced flow (the authors' README; defaults are the Fig. 4 simulation's).
 
     m: informative tokens; n: uninformative tokens; b: normalisation constant (its meaning is
-    not stated [N]; 50 = V in the code); M: output classes; η_OV, η_QK: the circuits' learning
+    not stated in the README; 50 = V in the code); M: output classes; η_OV, η_QK: the circuits' learning
     rates; μ_OV(0), μ_QK(0): the initial state (0, 0 in Fig. 4).
     """
 
@@ -87,12 +87,12 @@ class ReducedParams:
 
 
 def alpha(mu_qk, p: ReducedParams):
-    """α = m e^{μ_QK}/(m e^{μ_QK} + n) = 1/(1 + (n/m) e^{−μ_QK}) (§5.1), overflow-safe."""
+    """α = m e^{μ_QK}/(m e^{μ_QK} + n) = 1/(1 + (n/m) e^{−μ_QK}), overflow-safe."""
     return 1.0 / (1.0 + (p.n / p.m) * np.exp(-np.asarray(mu_qk, dtype=np.float64)))
 
 
 def loss(mu_ov, mu_qk, p: ReducedParams):
-    """L = log(1 + (M − 1) e^{−α μ_OV}) (§5.1)."""
+    """L = log(1 + (M − 1) e^{−α μ_OV})."""
     a = alpha(mu_qk, p)
     return np.log1p((p.M - 1.0) * np.exp(-a * np.asarray(mu_ov, dtype=np.float64)))
 
@@ -103,7 +103,7 @@ def _denominator(z, p: ReducedParams):
 
 
 def rhs(t: float, y: np.ndarray, p: ReducedParams) -> np.ndarray:
-    """(dμ_OV/dt, dμ_QK/dt) of §5.1 at y = (μ_OV, μ_QK)."""
+    """(dμ_OV/dt, dμ_QK/dt) of the reduced flow at y = (μ_OV, μ_QK)."""
     mu_ov, mu_qk = y
     a = alpha(mu_qk, p)
     den = _denominator(a * mu_ov, p)
@@ -113,7 +113,7 @@ def rhs(t: float, y: np.ndarray, p: ReducedParams) -> np.ndarray:
 
 
 def loss_gradient(mu_ov: float, mu_qk: float, p: ReducedParams) -> np.ndarray:
-    """∇L = (∂L/∂μ_OV, ∂L/∂μ_QK) in closed form [R]:
+    """∇L = (∂L/∂μ_OV, ∂L/∂μ_QK) in closed form (ours):
     ∂L/∂μ_OV = −(M−1) α/(e^{αμ_OV} + M − 1), ∂L/∂μ_QK = −(M−1) μ_OV α(1−α)/(e^{αμ_OV} + M − 1)
     (dα/dμ_QK = α(1 − α))."""
     a = alpha(mu_qk, p)
@@ -122,13 +122,13 @@ def loss_gradient(mu_ov: float, mu_qk: float, p: ReducedParams) -> np.ndarray:
 
 
 def metric(p: ReducedParams) -> np.ndarray:
-    """diag of the constant metric with rhs = −metric·∇L [R]: (η_OV/(b(M−1)), η_QK/(M b²))."""
+    """diag of the constant metric with rhs = −metric·∇L (ours): (η_OV/(b(M−1)), η_QK/(M b²))."""
     return np.array([p.eta_ov / (p.b * (p.M - 1.0)), p.eta_qk / (p.M * p.b**2)])
 
 
 def path_rhs(mu_ov: float, mu_qk: float, p: ReducedParams) -> float:
-    """dμ_QK/dμ_OV = r (M − 1)(1 − α) μ_OV/(M b) [R]: the path in (μ_OV, μ_QK) depends on the
-    learning rates only through r (digest §5.1)."""
+    """dμ_QK/dμ_OV = r (M − 1)(1 − α) μ_OV/(M b) (ours): the path in (μ_OV, μ_QK) depends on the
+    learning rates only through r."""
     a = alpha(mu_qk, p)
     return p.ratio * (p.M - 1.0) * (1.0 - a) * mu_ov / (p.M * p.b)
 
@@ -177,7 +177,7 @@ def solve(
     grid: str = "log",
     rtol: float = 1e-10,
 ) -> Solution:
-    """Integrate the §5.1 flow from (μ_OV(0), μ_QK(0)).
+    """Integrate the reduced flow from (μ_OV(0), μ_QK(0)).
 
     The integration stops at the first time L ≤ ``stop_loss`` (default: the smallest
     threshold) or at ``t_max`` (default 1e18, i.e. effectively never), whichever comes first.

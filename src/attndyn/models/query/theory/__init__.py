@@ -1,5 +1,5 @@
-"""Theory of single-query softmax attention (reconstruction of arXiv 2606.22406; digest
-``research/softmax_query.md`` §3, derivations in docs/query-theory.md).
+"""Theory of single-query softmax attention (our reconstruction of arXiv 2606.22406, docs/query.md;
+derivations, which are ours, in docs/query-theory.md).
 
 ``predict(config)`` returns a Trajectory with the simulator's observable names (``overlap``,
 ``alignment``, ``q_norm``, ``perp_norm``, ``objective``) on the simulator's record grid (``time``
@@ -143,7 +143,18 @@ def initial_state(config: QueryConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def predict(config: QueryTheoryConfig):
-    """Integrate the limiting ODE on the simulator's grid; see the module docstring."""
+    """Integrate the limiting ODE from each seed's initial state on the simulator's grid.
+
+    Args:
+        config: the validated QueryTheoryConfig (the simulator's fields plus ``method``,
+            Monte Carlo and tolerance settings).
+
+    Returns:
+        Trajectory (xarray.Dataset) with dim ``time`` = (R,), ``time`` = SGA steps of the
+        simulator's record grid: ``overlap``, ``alignment``, ``q_norm``, ``perp_norm``,
+        ``objective`` (seed means), each (R,) float64; coordinates ``samples`` and ``ode_time``;
+        attrs ``theory`` (the fit diagnostics and fixed points of the sphere method, as text).
+    """
     steps = record_grid(config)
     axes = time_axes(config, steps)
     t = axes["ode_time"]

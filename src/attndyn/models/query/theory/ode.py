@@ -1,6 +1,6 @@
 """Limiting ODEs of projected and unconstrained SGA on E‖a‖² (docs/query-theory.md §2–§4).
 
-Sphere (digest §3 [I]; derivation in docs/query-theory.md §2): with ĝ the mini-batch mean of
+Sphere (our derivation, docs/query-theory.md §2): with ĝ the mini-batch mean of
 ∇_q‖a‖² (so E ĝ = ∇J, no factor ½) and q_{k+1} = (q_k + η_k ĝ)/‖q_k + η_k ĝ‖,
 
     m_{k+1} = m_k + η_k (⟨ĝ, u⟩ − m_k⟨ĝ, q_k⟩) + O(η_k² ‖ĝ‖²),

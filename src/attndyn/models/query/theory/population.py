@@ -1,12 +1,12 @@
 """Population objective of single-query softmax attention, reduced to two scalars per token.
 
-Model (digest ``research/softmax_query.md`` §2, a reconstruction of arXiv 2606.22406 [I]):
+Model (our reconstruction of arXiv 2606.22406, docs/query.md, "Model"):
 latent unit u ∈ S^{d−1}; per sample n_I informative tokens x_i = θ ξ_i u + z_i and n_N nuisance
 tokens x_j = z_j, z ~ N(0, σ² I_d), ξ Rademacher per sequence or per token (or ξ = 1 for
 ``sign_mode = none``); a(q; X) = Σ_i w_i x_i with w = softmax(β⟨q, x_i⟩); the objective is
 J(q) = E‖a(q; X)‖² (maximised).
 
-Reduction (docs/query-theory.md §1, digest §3). Write q = α u + b e with e ⊥ u a unit vector,
+Reduction (docs/query-theory.md §1). Write q = α u + b e with e ⊥ u a unit vector,
 α = ⟨q, u⟩, b = ‖P_⊥ q‖. For every token let U_i = ⟨u, x_i⟩, E_i = ⟨e, x_i⟩ and
 z_i^⊥ = the component of x_i orthogonal to span{u, e}. Then
     U_i = θ ξ_i 1[i informative] + σ g_i,   E_i = σ h_i,   g, h ~ N(0, 1) i.i.d.,
