@@ -1,5 +1,6 @@
 """Store: atomic writes, read-back, DuckDB views, skip-existing."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -166,3 +167,27 @@ def test_plugin_family_names_become_view_names(tmp_path):
     rows = con.execute('SELECT w, "nested.C" FROM runs_toy_plugin_2').fetchall()
     assert rows == [(0.5, "[1, 2]")]
     assert column_types(con, "runs_toy_plugin_2_2")["w"] == "BIGINT"
+
+
+def test_fields_of_one_family_differing_in_case_are_both_columns(tmp_path):
+    store = Store(tmp_path / "results")
+    write_fake(store, "both", "cased", {"m": 3, "M": "x"})
+    con = connect(store.root)
+    types = column_types(con, "runs_cased")
+    assert (types["M"], types["m_1"]) == ("VARCHAR", "BIGINT")  # stored order: M, m
+    assert con.execute('SELECT "M", m_1 FROM runs_cased').fetchall() == [("x", 3)]
+
+
+def test_catalog_of_an_older_version_is_rebuilt(tmp_path):
+    import pyarrow.parquet as pq
+
+    from attndyn.store.catalog import CATALOG
+
+    store = Store(tmp_path / "results")
+    write_fake(store, "one", "fam", {"d": 4})
+    connect(store.root)
+    path = store.root / CATALOG
+    table = pq.read_table(path)
+    old = json.dumps({"catalog": 1, "types": {"d": "BIGINT"}}).encode()
+    pq.write_table(table.replace_schema_metadata({b"attndyn": old}), path)
+    assert connect(store.root).execute("SELECT d FROM runs_fam").fetchall() == [(4,)]

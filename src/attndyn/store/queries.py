@@ -107,15 +107,15 @@ def export(
     joined = (
         f"SELECT {', '.join(select)} FROM ({runs_sql}) r JOIN observables o ON o.run_id = r.run_id"
     )
-    query = f"SELECT * FROM ({joined})" + (f" WHERE ({where})" if where else "")
-    query += " ORDER BY run_id, name, seed, time"
+    sql = f"SELECT * FROM ({joined})" + (f" WHERE ({where})" if where else "")
+    sql += " ORDER BY run_id, name, seed, time"
     tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
     options = "FORMAT parquet, COMPRESSION zstd" if format_ == "parquet" else "FORMAT csv, HEADER"
     target = str(tmp).replace("'", "''")
     try:
-        con.execute(f"SELECT * FROM ({query}) LIMIT 0", params)  # bad SQL: nothing is written
+        con.execute(f"SELECT * FROM ({sql}) LIMIT 0", params)  # bad SQL: nothing is written
         output.parent.mkdir(parents=True, exist_ok=True)
-        written = con.execute(f"COPY ({query}) TO '{target}' ({options})", params).fetchone()
+        written = con.execute(f"COPY ({sql}) TO '{target}' ({options})", params).fetchone()
         os.replace(tmp, output)
     except duckdb.Error as exc:
         tmp.unlink(missing_ok=True)
