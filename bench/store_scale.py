@@ -4,11 +4,12 @@ Creates ``--n`` synthetic runs (small Trajectories: 2 seeds × 20 record points 
 written through ``Store.write`` exactly like real runs), then times, each in a fresh process:
 
 - ``list``: what ``attndyn runs`` does (open the views, ``SELECT * FROM runs``), cold (first read
-  of the folder) and warm (again, nothing changed);
+  of the folder) and warm (again, nothing changed); ``list aim``: the typed view ``runs_aim``
+  (what ``attndyn runs --family aim`` reads);
 - ``list+1``: the same after one more run was written (the catalog is updated incrementally);
-- ``query``: a typical analysis query: the seed-mean final loss per (d, lr), joining ``runs`` and
-  ``observables`` over every run;
-- ``cli``: ``attndyn runs --where "d = 64" --csv`` as a subprocess (process start and imports
+- ``query``: a typical analysis query: the seed-mean final loss per (d, lr), joining ``runs_aim``
+  and ``observables`` over every run;
+- ``cli``: ``attndyn runs --family aim --where "d = 64" --csv`` as a subprocess (process start and imports
   included).
 
 Usage::
@@ -31,7 +32,7 @@ from pathlib import Path
 
 QUERY = """
 SELECT r.d, r.lr, avg(o.value) AS final_loss, count(*) AS n
-FROM runs r JOIN observables o USING (run_id)
+FROM runs_aim r JOIN observables o USING (run_id)
 WHERE o.name = 'loss' AND o.time = 1.0
 GROUP BY r.d, r.lr ORDER BY r.d, r.lr
 """
@@ -142,6 +143,7 @@ def main() -> None:
     report["list (warm)"] = timed(root, "list")
     _write_chunk((str(root), n_files, n_files + 1))  # a new run (index not used yet)
     report["list (+1 run)"] = timed(root, "list")
+    report["list aim (typed view)"] = timed(root, "query", "SELECT * FROM runs_aim")
     report["query: final loss by (d, lr), all runs"] = timed(root, "query", QUERY)
     report["query: again"] = timed(root, "query", QUERY)
     one = min(p.stem for p in (root / "runs").glob("*.parquet"))
@@ -155,11 +157,12 @@ def main() -> None:
         )
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "attndyn", "runs", "--out", str(root), "--where", "d = 64", "--csv"],
+        [sys.executable, "-m", "attndyn", "runs", "--out", str(root)]
+        + ["--family", "aim", "--where", "d = 64", "--csv"],
         check=True,
         capture_output=True,
     )
-    report["cli: attndyn runs --where 'd = 64' --csv"] = {
+    report["cli: attndyn runs --family aim --where 'd = 64' --csv"] = {
         "rows": None,
         "seconds": time.perf_counter() - start,
     }

@@ -78,7 +78,7 @@ def test_simulate_stores_then_reuses_and_query_reads_it(tmp_path):
     assert second["reused"] and second["run_id"] == summary["run_id"]
 
     rows = json.loads(
-        attndyn("query", "SELECT run_id, d, seeds FROM runs", "--out", out, "--json").stdout
+        attndyn("query", "SELECT run_id, d, seeds FROM runs_aim", "--out", out, "--json").stdout
     )
     assert rows == [{"run_id": summary["run_id"], "d": 8, "seeds": 2}]
     csv = attndyn(

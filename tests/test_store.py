@@ -11,6 +11,7 @@ import xarray as xr
 
 import attndyn
 from attndyn.core.config import run_id
+from attndyn.core.trajectory import make_trajectory
 from attndyn.runs import family_config as make_config
 from attndyn.runs import simulation as run_config
 from attndyn.store import Store, StoreError, connect
@@ -38,8 +39,10 @@ def test_roundtrip_restores_the_trajectory(stored):
 def test_views_list_runs_and_observables(stored):
     root, config, traj, _ = stored
     con = connect(root)
-    runs = con.execute("SELECT run_id, family, param, d, seeds, status FROM runs").fetchall()
+    runs = con.execute("SELECT run_id, family, param, d, seeds, status FROM runs_aim").fetchall()
     assert runs == [(run_id("aim", config), "aim", "untied", 10, 2, "ok")]
+    d = con.execute("SELECT (config->>'d')::INTEGER, config->>'param' FROM runs").fetchall()
+    assert d == [(10, "untied")]
     n = con.execute("SELECT count(*) FROM observables").fetchone()[0]
     assert n == traj.sizes["seed"] * traj.sizes["time"] * len(traj.data_vars)
     q12 = con.execute(
@@ -111,17 +114,80 @@ def test_unwritable_results_folder_is_a_clear_error(stored, tmp_path):
     assert blocker.read_text() == "x"
 
 
-def test_config_keys_differing_only_in_case_get_distinct_columns(stored, tmp_path):
-    """DuckDB matches struct keys and column names case-insensitively; a family with a field
-    ``M`` next to another's ``m`` must still list both runs, each value in its own column."""
-    _, _, traj, _ = stored
+def write_fake(store, rid, family, config, seeds=True):
+    """Store a run of ``family`` with ``config`` (one observable, no simulation)."""
+    time = np.array([0.0, 1.0])
+    loss = np.ones((2, 2)) if seeds else np.ones(2)
+    traj = make_trajectory(
+        {"loss": loss},
+        time=time,
+        samples=np.array([0, 10]),
+        step=np.array([0, 10]),
+        seeds=np.arange(2) if seeds else None,
+        family=family,
+        config=config,
+    )
+    store.write(traj, rid)
+
+
+def column_types(con, view):
+    return dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE {view})").fetchall())
+
+
+def test_families_keep_their_own_config_names_and_types(tmp_path):
+    """One family's ``m`` (an integer) next to another's ``M`` (text): each is a column of its
+    own family's view, under its own name and type; the JSON column reaches both."""
     store = Store(tmp_path / "results")
-    for rid, extra in (("run-lower", {"m": 5}), ("run-upper", {"M": 20})):
-        t = traj.copy()
-        t.attrs = dict(traj.attrs, config=json.dumps({"d": 10, **extra}))
-        store.write(t, rid)
-    con = connect(tmp_path / "results")
-    cols = [r[0] for r in con.execute("DESCRIBE runs").fetchall()]
-    assert "m" in cols and "M_2" in cols
-    rows = con.execute('SELECT run_id, m, "M_2" FROM runs ORDER BY run_id').fetchall()
-    assert rows == [("run-lower", 5, None), ("run-upper", None, 20)]
+    write_fake(store, "lower-1", "small", {"m": 5, "d": 10})
+    write_fake(store, "lower-2", "small", {"m": 7, "d": 12}, seeds=False)
+    write_fake(store, "upper-1", "large", {"M": "big", "status": "draft"})
+    con = connect(store.root)
+    small, large = column_types(con, "runs_small"), column_types(con, "runs_large")
+    assert (small["m"], small["d"]) == ("BIGINT", "BIGINT") and "M" not in small
+    assert large["M"] == "VARCHAR" and "m" not in large
+    rows = con.execute("SELECT run_id, kind, m FROM runs_small ORDER BY run_id").fetchall()
+    assert rows == [("lower-1", "simulation", 5), ("lower-2", "theory", 7)]
+    # a config field shadows the common column of its name, in its family's view only
+    assert con.execute("SELECT M, status FROM runs_large").fetchall() == [("big", "draft")]
+    assert con.execute("SELECT DISTINCT status FROM runs").fetchall() == [("ok",)]
+    across = con.execute(
+        "SELECT family, config->>'m', config->>'M' FROM runs ORDER BY run_id"
+    ).fetchall()
+    assert across == [("small", "5", None), ("small", "7", None), ("large", None, "big")]
+    assert "m" not in column_types(con, "runs")  # no config columns in the common view
+
+
+def test_plugin_family_names_become_view_names(tmp_path):
+    store = Store(tmp_path / "results")
+    write_fake(store, "a", "Toy.Plugin-2", {"w": 0.5, "nested": {"C": [1, 2]}})
+    write_fake(store, "b", "toy_plugin_2", {"w": 1})
+    con = connect(store.root)
+    views = con.execute("SELECT name, view FROM config_views ORDER BY name").fetchall()
+    assert views == [("Toy.Plugin-2", "runs_toy_plugin_2"), ("toy_plugin_2", "runs_toy_plugin_2_2")]
+    rows = con.execute('SELECT w, "nested.C" FROM runs_toy_plugin_2').fetchall()
+    assert rows == [(0.5, "[1, 2]")]
+    assert column_types(con, "runs_toy_plugin_2_2")["w"] == "BIGINT"
+
+
+def test_fields_of_one_family_differing_in_case_are_both_columns(tmp_path):
+    store = Store(tmp_path / "results")
+    write_fake(store, "both", "cased", {"m": 3, "M": "x"})
+    con = connect(store.root)
+    types = column_types(con, "runs_cased")
+    assert (types["M"], types["m_1"]) == ("VARCHAR", "BIGINT")  # stored order: M, m
+    assert con.execute('SELECT "M", m_1 FROM runs_cased').fetchall() == [("x", 3)]
+
+
+def test_catalog_of_an_older_version_is_rebuilt(tmp_path):
+    import pyarrow.parquet as pq
+
+    from attndyn.store.catalog import CATALOG
+
+    store = Store(tmp_path / "results")
+    write_fake(store, "one", "fam", {"d": 4})
+    connect(store.root)
+    path = store.root / CATALOG
+    table = pq.read_table(path)
+    old = json.dumps({"catalog": 1, "types": {"d": "BIGINT"}}).encode()
+    pq.write_table(table.replace_schema_metadata({b"attndyn": old}), path)
+    assert connect(store.root).execute("SELECT d FROM runs_fam").fetchall() == [(4,)]

@@ -132,7 +132,7 @@ def test_failed_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
         assert "RuntimeError: boom: this activation always fails" in error
         assert json.loads(config)["activation"] == "boom"
         assert rid in {f["run_id"] for f in summary["failures"]}
-    stored = con.execute("SELECT activation, count(*) FROM runs GROUP BY 1").fetchall()
+    stored = con.execute("SELECT activation, count(*) FROM runs_aim GROUP BY 1").fetchall()
     assert stored == [("h2", 2)]
 
 
@@ -222,7 +222,9 @@ def test_experiment_sweep_stores_experiment_runs_and_skips_them(tmp_path):
     assert (summary.total, summary.done, summary.failed) == (1, 1, 0)
     (item,) = load_spec(path).expand()
     con = connect(out)
-    rows = con.execute("SELECT key, experiment, preset, seeds, wall_s FROM experiments").fetchall()
+    rows = con.execute(
+        "SELECT key, experiment, preset, seeds, wall_s FROM experiments_aim_parameterization"
+    ).fetchall()
     assert len(rows) == 1 and rows[0][:4] == (item.run_id, "aim-parameterization", "small", 1)
     assert rows[0][4] > 0
     linked = con.execute(

@@ -79,7 +79,7 @@ def test_catalog_follows_added_rewritten_and_deleted_runs(folder):
     assert catalog.stat().st_mtime_ns == first
 
     new = fake_run(store, d=32, lr=0.01, seed=0, seeds=2)
-    rows = connect(store.root).execute("SELECT run_id, d FROM runs WHERE d = 32").fetchall()
+    rows = connect(store.root).execute("SELECT run_id, d FROM runs_aim WHERE d = 32").fetchall()
     assert rows == [(new, 32)]
 
     # a rewritten run (same id) shows its new record
@@ -120,7 +120,8 @@ def test_runs_view_columns_types_and_the_observables_join(folder):
     cols = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE runs)").fetchall())
     for name in ("run_id", "family", "experiment", "sweep", "status", "wall_s", "version"):
         assert name in cols
-    assert "created" in cols and "file" in cols
+    assert "created" in cols and "file" in cols and cols["config"] == "JSON"
+    cols = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE runs_aim)").fetchall())
     assert (cols["d"], cols["lr"], cols["param"], cols["wall_s"]) == (
         "BIGINT",
         "DOUBLE",
@@ -129,7 +130,7 @@ def test_runs_view_columns_types_and_the_observables_join(folder):
     )
     # the seed-mean loss at t = 0 is lr·(mean seed + 1): checks the join and the values
     rows = con.execute(
-        "SELECT r.lr, r.seed, avg(o.value) FROM runs r JOIN observables o USING (run_id) "
+        "SELECT r.lr, r.seed, avg(o.value) FROM runs_aim r JOIN observables o USING (run_id) "
         "WHERE o.name = 'loss' AND o.time = 0 AND r.d = 8 GROUP BY 1, 2 ORDER BY 1, 2"
     ).fetchall()
     expected = [(0.01, 0, 0.015), (0.01, 2, 0.035), (0.02, 0, 0.03), (0.02, 2, 0.07)]
@@ -183,12 +184,15 @@ def test_experiment_links_and_runs_experiment_filter(folder, monkeypatch, capsys
     rows = dict(con.execute("SELECT run_id, experiment FROM runs").fetchall())
     assert [rows[i] for i in ids[:5]] == ["exp-a", "exp-a", "exp-a,exp-b", "exp-b", None]
     exps = con.execute(
-        "SELECT key, experiment, passed, n_claims, wall_s, seeds, d FROM experiments ORDER BY key"
+        "SELECT key, experiment, passed, n_claims, wall_s, config->>'seeds', config->'d' "
+        "FROM experiments ORDER BY key"
     ).fetchall()
     assert exps == [
-        ("exp-a-small-1", "exp-a", True, 1, 2.5, 2, "[8, 16]"),
-        ("exp-b-small-2", "exp-b", False, 1, None, 2, "[8, 16]"),
+        ("exp-a-small-1", "exp-a", True, 1, 2.5, "2", "[8,16]"),
+        ("exp-b-small-2", "exp-b", False, 1, None, "2", "[8,16]"),
     ]
+    typed = con.execute("SELECT key, seeds, d FROM experiments_exp_a").fetchall()
+    assert typed == [("exp-a-small-1", 2, "[8, 16]")]
     code, out, _ = cli(
         monkeypatch, capsys, "runs", "--out", str(store.root), "--experiment", "exp-b", "--json"
     )
@@ -196,41 +200,49 @@ def test_experiment_links_and_runs_experiment_filter(folder, monkeypatch, capsys
     assert sorted(r["run_id"] for r in json.loads(out)) == sorted(ids[2:4])
 
 
-def test_runs_command_where_json_csv_and_table(folder, monkeypatch, capsys):
+def test_runs_command_family_where_json_csv_and_table(folder, monkeypatch, capsys):
     store, ids = folder
     root = str(store.root)
-    code, out, _ = cli(monkeypatch, capsys, "runs", "--out", root, "--where", "d = 16", "--json")
+    args = ("runs", "--out", root, "--family", "aim")
+    code, out, _ = cli(monkeypatch, capsys, *args, "--where", "d = 16", "--json")
     rows = json.loads(out)
     assert code == 0 and len(rows) == 4 and {r["d"] for r in rows} == {16}
     assert {"run_id", "family", "status", "wall_s", "version", "created", "lr"} <= set(rows[0])
-    code, out, _ = cli(
-        monkeypatch, capsys, "runs", "--out", root, "--where", "lr > 0.015 AND seed = 2", "--csv"
-    )
+    code, out, _ = cli(monkeypatch, capsys, *args, "--where", "lr > 0.015 AND seed = 2", "--csv")
     frame = pd.read_csv(pd.io.common.StringIO(out))
     assert code == 0 and len(frame) == 2 and set(frame["lr"]) == {0.02}
-    code, out, _ = cli(monkeypatch, capsys, "runs", "--out", root)
+    code, out, _ = cli(monkeypatch, capsys, "runs", "--out", root, "--where", "n_diverged = 0")
     assert code == 0 and "8 runs" in out
-    code, _, err = cli(monkeypatch, capsys, "runs", "--out", root, "--where", "nope = 1")
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "invalid --where" in err
+    # without --family: the common columns and the nested config as JSON
+    code, out, _ = cli(monkeypatch, capsys, "runs", "--out", root, "--json")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 8 and "d" not in rows[0]
+    assert {r["config"]["d"] for r in rows} == {8, 16}
+    code, _, err = cli(monkeypatch, capsys, *args, "--where", "nope = 1")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "'where'" in err
+
+
+def test_runs_command_bad_family_lists_the_stored_ones(folder, monkeypatch, capsys):
+    store, _ = folder
+    code, out, err = cli(monkeypatch, capsys, "runs", "--out", str(store.root), "--family", "x")
+    assert code == 2 and not out
+    assert err.strip().splitlines() == [
+        "error: invalid value for 'family': must be one of aim (got 'x')"
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_export_writes_runs_joined_with_observables(folder, monkeypatch, capsys, tmp_path, fmt):
     store, ids = folder
     output = tmp_path / "exports" / f"table.{fmt}"
-    code, out, err = cli(
-        monkeypatch,
-        capsys,
-        "export",
-        "--format",
-        fmt,
-        "--out",
-        str(store.root),
-        "--output",
-        str(output),
-    )
+    base = ("export", "--format", fmt, "--out", str(store.root), "--output", str(output))
+
+    def read():
+        return pd.read_csv(output) if fmt == "csv" else pd.read_parquet(output)
+
+    code, out, err = cli(monkeypatch, capsys, *base, "--family", "aim")
     assert code == 0, err
-    frame = pd.read_csv(output) if fmt == "csv" else pd.read_parquet(output)
+    frame = read()
     n_obs = connect(store.root).execute("SELECT count(*) FROM observables").fetchone()[0]
     assert len(frame) == n_obs == 8 * 2 * 3 * 2  # runs × seeds × times × observables
     assert f"wrote {n_obs} rows" in out
@@ -240,21 +252,16 @@ def test_export_writes_runs_joined_with_observables(folder, monkeypatch, capsys,
     assert (q["value"] == q["d"]).all()
     assert [p.name for p in output.parent.iterdir()] == [output.name]  # no temporary left
 
-    code, _, _ = cli(
-        monkeypatch,
-        capsys,
-        "export",
-        "--format",
-        fmt,
-        "--out",
-        str(store.root),
-        "--output",
-        str(output),
-        "--where",
-        "name = 'loss' AND d = 8",
-    )
-    frame = pd.read_csv(output) if fmt == "csv" else pd.read_parquet(output)
+    where = ("--where", "name = 'loss' AND d = 8")
+    code, _, _ = cli(monkeypatch, capsys, *base, "--family", "aim", *where)
+    frame = read()
     assert code == 0 and len(frame) == 4 * 2 * 3 and set(frame["name"]) == {"loss"}
+
+    # without --family: the common columns and the config as JSON text
+    code, _, _ = cli(monkeypatch, capsys, *base, "--where", "(config->>'d')::INT = 8")
+    frame = read()
+    assert code == 0 and len(frame) == 4 * 2 * 3 * 2 and "d" not in frame.columns
+    assert {json.loads(c)["d"] for c in frame["config"]} == {8}
 
 
 def test_export_bad_input(folder, monkeypatch, capsys, tmp_path):
@@ -274,4 +281,18 @@ def test_export_bad_input(folder, monkeypatch, capsys, tmp_path):
         "bogus > 1",
     )
     assert code == 2 and len(err.strip().splitlines()) == 1 and not output.exists()
+    assert os.listdir(tmp_path) == ["results"]
+    nested = tmp_path / "new" / "x.csv"
+    code, _, err = cli(
+        monkeypatch,
+        capsys,
+        "export",
+        "--out",
+        str(store.root),
+        "--output",
+        str(nested),
+        "--family",
+        "nope",
+    )
+    assert code == 2 and "must be one of aim" in err
     assert os.listdir(tmp_path) == ["results"]

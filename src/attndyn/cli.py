@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from attndyn.errors import AttndynError, InputError, StoreError
+from attndyn.errors import AttndynError, InputError
 
 app = typer.Typer(
     add_completion=False,
@@ -232,7 +232,12 @@ def _emit_machine_readable(frame, as_json: bool, as_csv: bool) -> bool:
 
 @app.command()
 def query(
-    sql: Annotated[str, typer.Argument(help="SQL over the views runs and observables")],
+    sql: Annotated[
+        str,
+        typer.Argument(
+            help="SQL over the views: runs, runs_FAMILY, observables, … (docs/store.md)"
+        ),
+    ],
     out: OutOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON list, one object per row")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV")] = False,
@@ -329,50 +334,49 @@ def sweep(
         raise typer.Exit(1)
 
 
-def _where(experiment: str | None, where: str | None) -> tuple[str, list]:
-    clauses, params = [], []
-    if experiment:
-        clauses.append("run_id IN (SELECT run_id FROM experiment_runs WHERE experiment = ?)")
-        params.append(experiment)
-    if where:
-        clauses.append(f"({where})")
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+FamilyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--family", help="one family's runs, with its config fields as typed columns (runs_NAME)"
+    ),
+]
+ExperimentOpt = Annotated[str | None, typer.Option(help="only the runs this experiment used")]
+FIXED = ["run_id", "family", "experiment", "status", "n_diverged", "wall_s", "created"]
+HIDDEN = {"kind", "sweep", "version", "schema", "file"}
 
 
 @app.command()
 def runs(
-    experiment: Annotated[
-        str | None, typer.Option(help="only the runs this experiment used")
-    ] = None,
+    family: FamilyOpt = None,
+    experiment: ExperimentOpt = None,
     where: Annotated[
-        str | None, typer.Option(help='SQL condition on the runs view, e.g. "d >= 32"')
+        str | None,
+        typer.Option(
+            help="SQL condition on the listed view, e.g. \"status = 'ok'\"; with --family on its "
+            'config fields too, e.g. "d >= 32"'
+        ),
     ] = None,
     out: OutOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON list, every column")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV, every column")] = False,
 ) -> None:
-    """List stored runs (the runs view); the table shows the config fields that vary."""
-    import duckdb
-
-    from attndyn.store import connect
+    """List stored runs (the runs view, or with --family that family's view); the table shows
+    the config fields that vary."""
+    from attndyn.store import connect, queries
 
     if as_json and as_csv:
         raise InputError("choose one of --json and --csv")
-    con = connect(out)
-    cond, params = _where(experiment, where)
-    try:
-        frame = con.execute(f"SELECT * FROM runs{cond} ORDER BY created, run_id", params).df()
-    except duckdb.Error as exc:
-        raise InputError(f"invalid --where: {str(exc).splitlines()[0]}") from None
+    frame = queries.runs(connect(out), family, experiment, where)
+    if as_json and "config" in frame.columns:
+        frame["config"] = frame["config"].map(json.loads)
     if _emit_machine_readable(frame, as_json, as_csv):
         return
-    fixed = ["run_id", "family", "experiment", "status", "n_diverged", "wall_s", "created"]
+    frame = queries.flat_config(frame)
+    fixed = [c for c in FIXED if c in frame.columns]
     config_cols = [
         c
         for c in frame.columns
-        if c not in fixed
-        and c not in ("kind", "sweep", "version", "schema", "file")
-        and frame[c].astype(str).nunique() > 1
+        if c not in fixed and c not in HIDDEN and frame[c].astype(str).nunique(dropna=False) > 1
     ]
     table = Table(title=f"{len(frame)} runs")
     for col in fixed + config_cols:
@@ -395,61 +399,20 @@ def export(
     output: Annotated[
         Path | None, typer.Option(help="file to write (default ./attndyn-export.<format>)")
     ] = None,
-    experiment: Annotated[
-        str | None, typer.Option(help="only the runs this experiment used")
-    ] = None,
+    family: FamilyOpt = None,
+    experiment: ExperimentOpt = None,
     where: Annotated[
         str | None,
         typer.Option(help="SQL condition on the joined columns, e.g. \"name = 'loss'\""),
     ] = None,
     out: OutOpt = None,
 ) -> None:
-    """Write runs × observables (one row per recorded value, with its run's columns)."""
-    import os
-    import uuid
+    """Write runs × observables (one row per recorded value, with its run's columns; with
+    --family, its config fields as typed columns)."""
+    from attndyn.store import connect, queries
 
-    import duckdb
-
-    from attndyn.store import connect
-
-    if format_ not in ("csv", "parquet"):
-        raise InputError(f"invalid value for 'format': must be csv or parquet (got {format_!r})")
     output = Path(output or f"attndyn-export.{format_}")
-    con = connect(out)
-    run_cols = [r[0] for r in con.execute("DESCRIBE runs").fetchall()]
-    obs_cols = ["seed", "time", "samples", "step", "name", "value"]
-    select = ["r.run_id"]
-    for col in run_cols:
-        if col in ("run_id", "file"):
-            continue
-        alias = f"config_{col}" if col in obs_cols else col
-        select.append(f'r."{col}" AS "{alias}"')
-    select += [f"o.{c}" for c in obs_cols]
-    cond, params = _where(experiment, None)
-    joined = (
-        f"SELECT {', '.join(select)} FROM (SELECT * FROM runs{cond}) r "
-        "JOIN observables o ON o.run_id = r.run_id"
-    )
-    query = f"SELECT * FROM ({joined})" + (f" WHERE ({where})" if where else "")
-    query += " ORDER BY run_id, name, seed, time"
-    tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
-    options = "FORMAT parquet, COMPRESSION zstd" if format_ == "parquet" else "FORMAT csv, HEADER"
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        written = con.execute(
-            f"COPY ({query}) TO '{str(tmp).replace(chr(39), chr(39) * 2)}' ({options})", params
-        ).fetchone()
-        n = written[0] if written else 0
-        os.replace(tmp, output)
-    except duckdb.Error as exc:
-        tmp.unlink(missing_ok=True)
-        msg = str(exc).splitlines()[0]
-        if isinstance(exc, duckdb.IOException):
-            raise StoreError(f"cannot write {output}: {msg}") from None
-        raise InputError(f"invalid --where: {msg}") from None
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from None
+    n = queries.export(connect(out), output, format_, family, experiment, where)
     print(f"wrote {n} rows to {output}")
 
 

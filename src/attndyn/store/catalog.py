@@ -3,7 +3,8 @@
 Listing runs needs each run's record (the JSON in its Parquet footer). Reading 10,000 footers
 takes seconds; the catalog ``<root>/catalog.parquet`` keeps them, one row per run file
 (``file, mtime_ns, size, meta``), plus in its own metadata the SQL type of every flattened config
-field. On open, the ``runs/`` folder is listed (names, sizes, modification times: one ``scandir``)
+field of every family (``{family: {field: type}}``: a family's field types never depend on
+another family's runs). On open, the ``runs/`` folder is listed (names, sizes, modification times: one ``scandir``)
 and compared with the catalog: only new or rewritten files are read, vanished ones dropped, and
 the catalog is rewritten atomically (temporary file, rename) when anything changed. Hidden
 temporary files of writers in progress are never listed. The catalog is a cache: deleting it
@@ -25,7 +26,7 @@ import pyarrow.parquet as pq
 from attndyn.store.files import META_KEY
 
 CATALOG = "catalog.parquet"
-CATALOG_VERSION = 1
+CATALOG_VERSION = 2  # 2: config types per family
 BULK = 200  # more new files than this: read their footers with DuckDB (in parallel)
 
 SCHEMA = pa.schema(
@@ -41,10 +42,10 @@ SCHEMA = pa.schema(
 @dataclass
 class Catalog:
     """Run records of a results folder: ``table`` (file, mtime_ns, size, meta) and ``types``
-    (flattened config field -> SQL type)."""
+    (family -> flattened config field -> SQL type)."""
 
     table: pa.Table
-    types: dict[str, str]
+    types: dict[str, dict[str, str]]
 
 
 def sql_type(value) -> str:
@@ -67,12 +68,19 @@ def merge_type(old: str | None, new: str) -> str:
     return "VARCHAR"
 
 
-def merge_types(types: dict[str, str], meta: dict) -> None:
-    for key, value in meta.get("config_flat", {}).items():
+def merge_types(types: dict[str, str | None], flat: dict) -> None:
+    """Widen ``types`` (field -> SQL type, None while only nulls were seen) by the values of one
+    flattened config."""
+    for key, value in flat.items():
         if value is None:
-            types.setdefault(key, None)  # type: ignore[arg-type]
+            types.setdefault(key, None)
         else:
             types[key] = merge_type(types.get(key), sql_type(value))
+
+
+def _merge_record(types: dict[str, dict[str, str]], meta: dict) -> None:
+    """Widen the types of the record's family by its flattened config."""
+    merge_types(types.setdefault(meta.get("family", ""), {}), meta.get("config_flat", {}))
 
 
 def _listing(runs: Path) -> dict[str, tuple[int, int]]:
@@ -90,7 +98,7 @@ def _listing(runs: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _read_saved(path: Path) -> tuple[pa.Table, dict[str, str]] | None:
+def _read_saved(path: Path) -> tuple[pa.Table, dict[str, dict[str, str]]] | None:
     try:
         pf = pq.ParquetFile(path)
         meta = json.loads((pf.schema_arrow.metadata or {})[META_KEY])
@@ -152,14 +160,14 @@ def load(root: Path, save: bool = True) -> Catalog:
         if not all(current):  # files vanished or were rewritten: recompute the types
             types = {}
             for meta in table.column("meta").to_pylist():
-                merge_types(types, json.loads(meta))
+                _merge_record(types, json.loads(meta))
     else:
         table, types = SCHEMA.empty_table(), {}
     have = set(table.column("file").to_pylist())
     new = sorted(f for f in listing if f not in have)
     found = _read_footers(runs, new)
     for text in found.values():
-        merge_types(types, json.loads(text))
+        _merge_record(types, json.loads(text))
     names = sorted(found)
     added = pa.Table.from_pydict(
         {
@@ -176,7 +184,7 @@ def load(root: Path, save: bool = True) -> Catalog:
     return Catalog(table=table, types=types)
 
 
-def _save(root: Path, table: pa.Table, types: dict[str, str]) -> None:
+def _save(root: Path, table: pa.Table, types: dict[str, dict[str, str]]) -> None:
     """Atomic rewrite; a folder that cannot be written is left alone (the catalog is a cache)."""
     meta = json.dumps({"catalog": CATALOG_VERSION, "types": types}).encode()
     table = table.replace_schema_metadata({META_KEY: meta})

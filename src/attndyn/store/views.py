@@ -1,26 +1,33 @@
-"""DuckDB views over a results folder.
+"""DuckDB views over a results folder (docs/store.md describes them with examples).
 
 - ``runs``: one row per stored run: run_id, family, kind (simulation or theory), experiment (the
   experiments whose records list the run, comma-separated), sweep (the sweep spec that stored it),
-  status, n_diverged, wall_s, version, schema, created, then one column per flattened config field
-  (typed from the stored values: integers, floats, booleans, text; a field whose values mix
-  integers and floats is DOUBLE, any other mix VARCHAR), then file;
+  status, n_diverged, wall_s, version, schema, created, config (the nested config, JSON), file;
+- ``runs_<family>``, one per family found in the stored runs: the columns of ``runs`` but
+  ``config``, and one typed column per flattened config field under the family's own name (a
+  family's field types come from its own runs only: integers, floats, booleans, text; a field
+  mixing integers and floats is DOUBLE, any other mix VARCHAR);
 - ``observables``: run_id, seed, time, samples, step, name, value (one row per recorded value);
 - ``claims``: experiment, preset, key, claim, statement, value, target, passed, created, version;
 - ``experiments``: one row per stored experiment run: key, experiment, preset, passed, n_claims,
-  n_passed, wall_s, version, created, its config fields, file;
+  n_passed, wall_s, version, created, config (JSON), file; ``experiments_<experiment>`` as
+  ``runs_<family>``;
 - ``experiment_runs``: experiment, preset, key, run_id (which runs each experiment run used);
 - ``failures``: run_id, kind, name (family or experiment), sweep, error, traceback, config (JSON),
-  host, created, version: runs whose last attempt failed.
+  host, created, version: runs whose last attempt failed;
+- ``config_views``: view, parent (runs or experiments), name (family or experiment): the typed
+  views (see :func:`view_names` for how a name becomes a view name).
 
-``runs`` and ``experiments`` are snapshots taken when the connection opens (through the catalog,
-see :mod:`attndyn.store.catalog`); ``observables``, ``claims`` and ``failures`` read the files at
-query time.
+There is no rule across families on config field names: each family's fields live in its own
+view. ``runs`` and ``experiments`` (and their typed views) are snapshots taken when the
+connection opens (through the catalog, see :mod:`attndyn.store.catalog`); ``observables``,
+``claims`` and ``failures`` read the files at query time.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -31,18 +38,21 @@ from attndyn.core.config import flatten
 from attndyn.store import catalog as catalog_mod
 from attndyn.store.files import META_KEY, results_dir
 
-RUN_FIELDS = {
+RUN_COLUMNS = {
     "run_id": "VARCHAR",
     "family": "VARCHAR",
     "kind": "VARCHAR",
+    "experiment": "VARCHAR",
+    "sweep": "VARCHAR",
     "status": "VARCHAR",
     "n_diverged": "BIGINT",
     "wall_s": "DOUBLE",
     "version": "VARCHAR",
     "schema": "BIGINT",
     "created": "VARCHAR",
+    "config": "JSON",
+    "file": "VARCHAR",
 }
-OBS_COLUMNS = "run_id, seed, time, samples, step, name, value"
 OBS_TYPES = {
     "run_id": "VARCHAR",
     "seed": "BIGINT",
@@ -76,7 +86,7 @@ FAILURE_COLUMNS = {
     "created": "VARCHAR",
     "version": "VARCHAR",
 }
-EXPERIMENT_FIELDS = {
+EXPERIMENT_COLUMNS = {
     "key": "VARCHAR",
     "experiment": "VARCHAR",
     "preset": "VARCHAR",
@@ -86,6 +96,8 @@ EXPERIMENT_FIELDS = {
     "wall_s": "DOUBLE",
     "version": "VARCHAR",
     "created": "VARCHAR",
+    "config": "JSON",
+    "file": "VARCHAR",
 }
 
 
@@ -140,11 +152,95 @@ def _experiment_records(folder: Path) -> list[tuple[str, dict]]:
     return out
 
 
-def _experiment_views(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+def view_names(parent: str, names) -> dict[str, str]:
+    """The typed view of each family (``parent`` runs) or experiment (``parent`` experiments):
+    ``<parent>_<name>``, the name lower-cased and every run of characters outside ``a-z0-9_``
+    replaced by ``_`` (``aim-untied`` -> ``experiments_aim_untied``). Names that this makes
+    equal get ``_2``, ``_3``, … in sorted order of the original names."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for name in sorted(names):
+        base = f"{parent}_" + re.sub(r"[^a-z0-9_]+", "_", name.lower())
+        view, n = base, 1
+        while view in used:
+            n += 1
+            view = f"{base}_{n}"
+        used.add(view)
+        out[name] = view
+    return out
+
+
+def _config_view(
+    con: duckdb.DuckDBPyConnection,
+    view: str,
+    parent: str,
+    group: tuple[str, str],
+    types: dict[str, str | None],
+    key: str,
+) -> None:
+    """``view``: the rows of ``parent`` whose ``group`` column equals the group's name, with
+    the columns of ``parent`` but ``config``, and one typed column per flattened config field
+    of that group, under the field's own name.
+
+    A config field shadows a column of ``parent`` with its name (ignoring case, as DuckDB
+    does), except the identity column ``key``: a field so named stays in the JSON only. Each
+    row's JSON is parsed once, when the connection opens (a temporary table)."""
+    column, name = group
+    fields = [f for f in types if f.lower() != key.lower()]
+    taken = {f.lower() for f in fields}
+    parent_cols = [r[0] for r in con.execute(f"DESCRIBE {parent}").fetchall()]
+    shown = [c for c in parent_cols if c != "config" and (c == key or c.lower() not in taken)]
+    # one struct for the fields; a second field equal to an earlier one but for case (which a
+    # struct cannot hold) is read by JSON path
+    struct: dict[str, str] = {}
+    by_path: list[str] = []
+    seen: set[str] = set()
+    for field in fields:
+        if field.lower() in seen:
+            by_path.append(field)
+        else:
+            struct[field] = types[field] or "VARCHAR"
+        seen.add(field.lower())
+    table = f"_{view}"
+    extract = [f"json_transform(config_flat, {_lit(json.dumps(struct))}) AS c"] if struct else []
+    for i, field in enumerate(by_path):
+        path = _lit("$." + json.dumps(field))  # a quoted JSON path segment, safe for dotted keys
+        extract.append(f"TRY_CAST(config_flat ->> {path} AS {types[field] or 'VARCHAR'}) AS _p{i}")
+    con.execute(
+        f"CREATE TEMP TABLE {_quote(table)} AS SELECT {', '.join(['file AS _file', *extract])} "
+        f"FROM _{parent}_source WHERE {column} = {_lit(name)}"
+    )
+    config = [f"t.c.{_quote(f)} AS {_quote(f)}" for f in struct]
+    config += [f"t._p{i} AS {_quote(f)}" for i, f in enumerate(by_path)]
+    cols = [f"p.{_quote(c)}" for c in shown if c != "file"] + config
+    if "file" in shown:
+        cols.append("p.file")
+    con.execute(
+        f"CREATE VIEW {view} AS SELECT {', '.join(cols)} FROM {parent} p "
+        f"JOIN {_quote(table)} t ON t._file = p.file"
+    )
+
+
+def _config_views(
+    con: duckdb.DuckDBPyConnection,
+    parent: str,
+    column: str,
+    types: dict[str, dict[str, str | None]],
+    key: str,
+) -> list[tuple[str, str, str]]:
+    """One typed view per group (family or experiment); rows (view, parent, name)."""
+    rows = []
+    for name, view in view_names(parent, types).items():
+        _config_view(con, view, parent, (column, name), types[name], key)
+        rows.append((view, parent, name))
+    return rows
+
+
+def _experiment_views(con: duckdb.DuckDBPyConnection, folder: Path) -> list[tuple[str, str, str]]:
     records = _experiment_records(folder)
     links = {"experiment": [], "preset": [], "key": [], "run_id": []}
     rows: list[dict] = []
-    types: dict[str, str] = {}
+    types: dict[str, dict[str, str | None]] = {}
     for path, rec in records:
         key = rec.get("key") or Path(path).stem
         for rid in rec.get("run_ids", []):
@@ -153,12 +249,13 @@ def _experiment_views(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
             links["key"].append(key)
             links["run_id"].append(rid)
         claims = rec.get("claims", [])
-        flat = flatten(rec.get("config", {}))
-        catalog_mod.merge_types(types, {"config_flat": flat})
+        config = rec.get("config", {})
+        flat = flatten(config)
+        catalog_mod.merge_types(types.setdefault(rec.get("experiment") or "", {}), flat)
         rows.append(
             {
                 "key": key,
-                "experiment": rec.get("experiment"),
+                "experiment": rec.get("experiment") or "",
                 "preset": rec.get("preset"),
                 "passed": all(c.get("passed") for c in claims),
                 "n_claims": len(claims),
@@ -166,116 +263,61 @@ def _experiment_views(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
                 "wall_s": rec.get("wall_s"),
                 "version": rec.get("version"),
                 "created": rec.get("created"),
-                "config": flat,
+                "config": json.dumps(config, default=str),
+                "config_flat": json.dumps(flat, default=str),
                 "file": path,
             }
         )
     con.register("_experiment_links", pa.table(links, schema=_string_schema(links)))
     con.execute("CREATE VIEW experiment_runs AS SELECT * FROM _experiment_links")
     if not rows:
-        _empty(con, "experiments", EXPERIMENT_FIELDS | {"file": "VARCHAR"})
-        return
-    table = {name: [r[name] for r in rows] for name in EXPERIMENT_FIELDS if name != "passed"}
-    table["passed"] = [r["passed"] for r in rows]
-    table["file"] = [r["file"] for r in rows]
-    table["config"] = [json.dumps(r["config"]) for r in rows]
-    con.register("_experiment_rows", pa.table(table))
-    exprs = [f"CAST({_quote(n)} AS {t}) AS {_quote(n)}" for n, t in EXPERIMENT_FIELDS.items()]
-    exprs += _config_columns(
-        types, "config", column_names(types, set(EXPERIMENT_FIELDS) | {"file"})
-    )
-    exprs.append("file")
-    con.execute(f"CREATE VIEW experiments AS SELECT {', '.join(exprs)} FROM _experiment_rows")
+        _empty(con, "experiments", EXPERIMENT_COLUMNS)
+        return []
+    con.register("_experiments_source", pa.Table.from_pylist(rows))
+    exprs = [f"CAST({_quote(n)} AS {t}) AS {_quote(n)}" for n, t in EXPERIMENT_COLUMNS.items()]
+    con.execute(f"CREATE VIEW experiments AS SELECT {', '.join(exprs)} FROM _experiments_source")
+    return _config_views(con, "experiments", "experiment", types, "key")
 
 
 def _string_schema(columns: dict) -> pa.Schema:
     return pa.schema([(name, pa.string()) for name in columns])
 
 
-def column_names(keys, taken: set[str]) -> dict[str, str]:
-    """A column name per config key, unique without regard to case (DuckDB matches column names
-    and struct keys case-insensitively): a key whose lower case is already used, e.g. one
-    family's ``M`` next to another's ``m``, becomes ``M_2`` (``M_3``, …)."""
-    used = {t.lower() for t in taken}
-    names = {}
-    for key in keys:
-        if key in taken:
-            continue
-        name, n = key, 1
-        while name.lower() in used:
-            n += 1
-            name = f"{key}_{n}"
-        used.add(name.lower())
-        names[key] = name
-    return names
-
-
-def _config_columns(
-    types: dict[str, str], json_col: str, names: dict[str, str], prefix: str = "$."
-) -> list[str]:
-    """SELECT expressions that pull each flattened config field in ``names`` (key → column)
-    out of the JSON column."""
-    exprs = []
-    for key, name in names.items():
-        sql_type = types[key] or "VARCHAR"
-        path = _lit(prefix + json.dumps(key))  # quoted JSON path segment, safe for dotted keys
-        exprs.append(f"TRY_CAST({json_col}::JSON ->> {path} AS {sql_type}) AS {_quote(name)}")
-    return exprs
-
-
-def _runs_view(con: duckdb.DuckDBPyConnection, root: Path, save: bool) -> None:
+def _runs_view(
+    con: duckdb.DuckDBPyConnection, root: Path, save: bool
+) -> list[tuple[str, str, str]]:
     cat = catalog_mod.load(root, save=save)
     if cat.table.num_rows == 0:
-        _empty(
-            con,
-            "runs",
-            RUN_FIELDS | {"experiment": "VARCHAR", "sweep": "VARCHAR", "file": "VARCHAR"},
-        )
-        return
+        _empty(con, "runs", RUN_COLUMNS)
+        return []
     con.register("_catalog", cat.table)
     runs_dir = _lit(str(root / "runs") + "/")
-    taken = set(RUN_FIELDS) | {"experiment", "sweep", "file"}
-    names = column_names(cat.types, taken)
-    # keys whose column name is their own go through one typed struct; the rest (case
-    # collisions, which a DuckDB struct cannot hold) are read by JSON path
-    config = {k: (cat.types[k] or "VARCHAR") for k, name in names.items() if name == k}
-    renamed = {k: cat.types[k] for k, name in names.items() if name != k}
-    structure = dict(RUN_FIELDS) | {"sweep": "VARCHAR", "config_flat": config or "JSON"}
-    # one JSON parse per run into typed fields, materialised once per connection
+    record = [c for c in RUN_COLUMNS if c not in ("experiment", "file")]
+    structure = {c: RUN_COLUMNS[c] for c in record} | {"config_flat": "JSON"}
+    # one JSON parse per run record, materialised once per connection
     con.execute(
-        "CREATE TEMP TABLE _runs AS SELECT json_transform(meta, "
-        f"{_lit(json.dumps(structure))}) AS m, {runs_dir} || file AS file"
-        + "".join(
-            f", {e}"
-            for e in _config_columns(
-                renamed, "meta", {k: f"_c{i}" for i, k in enumerate(renamed)}, "$.config_flat."
-            )
-        )
-        + " FROM _catalog"
+        "CREATE TEMP TABLE _runs_source AS SELECT "
+        + ", ".join(f"m.{_quote(c)} AS {_quote(c)}" for c in [*record, "config_flat"])
+        + f", {runs_dir} || file AS file FROM (SELECT json_transform(meta, "
+        f"{_lit(json.dumps(structure))}) AS m, file FROM _catalog)"
     )
-    exprs = []
-    for name in RUN_FIELDS:
-        exprs.append(f"m.{_quote(name)} AS {_quote(name)}")
-        if name == "kind":
-            exprs.append("l.experiment AS experiment")
-            exprs.append("m.sweep AS sweep")
-    exprs += [f"m.config_flat.{_quote(k)} AS {_quote(k)}" for k in config]
-    exprs += [f"_c{i} AS {_quote(names[k])}" for i, k in enumerate(renamed)]
-    exprs.append("file")
     con.execute(
         "CREATE TEMP TABLE _run_experiments AS SELECT run_id, "
         "string_agg(DISTINCT experiment, ',' ORDER BY experiment) AS experiment "
         "FROM experiment_runs GROUP BY run_id"
     )
+    cols = ["l.experiment" if c == "experiment" else f"r.{_quote(c)}" for c in RUN_COLUMNS]
     con.execute(
-        f"CREATE VIEW runs AS SELECT {', '.join(exprs)} FROM _runs "
-        "LEFT JOIN _run_experiments l ON l.run_id = m.run_id"
+        f"CREATE VIEW runs AS SELECT {', '.join(cols)} FROM _runs_source r "
+        "LEFT JOIN _run_experiments l ON l.run_id = r.run_id"
     )
+    return _config_views(con, "runs", "family", cat.types, "run_id")
 
 
 def connect(root: str | Path | None = None, save_catalog: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the views ``runs``, ``observables``, ``claims``,
-    ``experiments``, ``experiment_runs`` and ``failures`` over ``root`` (see the module doc).
+    ``experiments``, ``experiment_runs``, ``failures``, ``config_views`` and one typed view per
+    stored family and experiment over ``root`` (see the module doc).
 
     Opening updates the run catalog (``catalog.parquet``) unless ``save_catalog`` is false."""
     root = results_dir(root)
@@ -283,7 +325,14 @@ def connect(root: str | Path | None = None, save_catalog: bool = True) -> duckdb
     con.execute("SET enable_progress_bar = false")
     _glob_view(con, "claims", root / "experiments", CLAIM_COLUMNS)
     _glob_view(con, "failures", root / "failures", FAILURE_COLUMNS)
-    _experiment_views(con, root / "experiments")
+    typed = _experiment_views(con, root / "experiments")
     _observables_view(con, root / "runs")
-    _runs_view(con, root, save_catalog)
+    typed = _runs_view(con, root, save_catalog) + typed
+    listing = {"view": [], "parent": [], "name": []}
+    for view, parent, name in typed:
+        listing["view"].append(view)
+        listing["parent"].append(parent)
+        listing["name"].append(name)
+    con.register("_config_views", pa.table(listing, schema=_string_schema(listing)))
+    con.execute("CREATE VIEW config_views AS SELECT * FROM _config_views")
     return con

@@ -1,0 +1,128 @@
+"""The queries behind ``attndyn runs`` and ``attndyn export``: stored runs (all of them through
+``runs``, or one family through its typed view) filtered by experiment and a SQL condition, and
+the same joined with their observables."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from attndyn.core.config import flatten
+from attndyn.errors import InputError, StoreError
+
+FORMATS = ("csv", "parquet")
+OBSERVABLE_COLUMNS = ("seed", "time", "samples", "step", "name", "value")
+
+
+def family_view(con: duckdb.DuckDBPyConnection, family: str) -> str:
+    """The typed view of ``family`` (``runs_<family>``); InputError naming the stored families
+    if it has no stored run."""
+    views = dict(
+        con.execute(
+            "SELECT name, view FROM config_views WHERE parent = 'runs' ORDER BY name"
+        ).fetchall()
+    )
+    if family not in views:
+        allowed = ", ".join(views) or "(no runs stored)"
+        raise InputError(f"invalid value for 'family': must be one of {allowed} (got {family!r})")
+    return views[family]
+
+
+def _selection(
+    con: duckdb.DuckDBPyConnection, family: str | None, experiment: str | None
+) -> tuple[str, str, list]:
+    """The view to read (``runs`` or the family's) and the experiment filter on it."""
+    view = family_view(con, family) if family is not None else "runs"
+    if not experiment:
+        return view, "", []
+    cond = "run_id IN (SELECT run_id FROM experiment_runs WHERE experiment = ?)"
+    return view, cond, [experiment]
+
+
+def _invalid_where(exc: duckdb.Error) -> InputError:
+    return InputError(f"invalid value for 'where': {str(exc).splitlines()[0]}")
+
+
+def runs(
+    con: duckdb.DuckDBPyConnection,
+    family: str | None = None,
+    experiment: str | None = None,
+    where: str | None = None,
+) -> pd.DataFrame:
+    """Stored runs ordered by creation: every column of ``runs`` (config as JSON text), or,
+    with ``family``, of that family's typed view, which ``where`` may then refer to."""
+    view, cond, params = _selection(con, family, experiment)
+    clauses = [c for c in (cond, f"({where})" if where else "") if c]
+    sql = f"SELECT * FROM {view}" + (f" WHERE {' AND '.join(clauses)}" if clauses else "")
+    try:
+        return con.execute(sql + " ORDER BY created, run_id", params).df()
+    except duckdb.Error as exc:
+        raise _invalid_where(exc) from None
+
+
+def flat_config(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its JSON ``config`` column (if any) replaced by one column per flattened
+    config field; a field named like another column (ignoring case) becomes ``config.<field>``."""
+    if "config" not in frame.columns:
+        return frame
+    flat = pd.DataFrame(
+        [flatten(json.loads(c)) if isinstance(c, str) else {} for c in frame["config"]],
+        index=frame.index,
+    )
+    taken = {c.lower() for c in frame.columns if c != "config"}
+    flat.columns = [f"config.{c}" if c.lower() in taken else c for c in flat.columns]
+    return pd.concat([frame.drop(columns="config"), flat], axis=1)
+
+
+def export(
+    con: duckdb.DuckDBPyConnection,
+    output: Path,
+    format_: str = "csv",
+    family: str | None = None,
+    experiment: str | None = None,
+    where: str | None = None,
+) -> int:
+    """Write runs × observables to ``output`` (csv or parquet; temporary file, then rename):
+    one row per recorded value with its run's columns, from ``runs`` or, with ``family``, from
+    that family's typed view. A run column named like an observable column (``seed``, …)
+    becomes ``config_<name>``. ``where`` filters on the joined columns. Returns the row count."""
+    if format_ not in FORMATS:
+        allowed = " or ".join(FORMATS)
+        raise InputError(f"invalid value for 'format': must be {allowed} (got {format_!r})")
+    view, cond, params = _selection(con, family, experiment)
+    run_cols = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
+    select = ["r.run_id"]
+    for col in run_cols:
+        if col in ("run_id", "file"):
+            continue
+        alias = f"config_{col}" if col.lower() in OBSERVABLE_COLUMNS else col
+        select.append(f'r."{col}" AS "{alias}"')
+    select += [f"o.{c}" for c in OBSERVABLE_COLUMNS]
+    runs_sql = f"SELECT * FROM {view}" + (f" WHERE {cond}" if cond else "")
+    joined = (
+        f"SELECT {', '.join(select)} FROM ({runs_sql}) r JOIN observables o ON o.run_id = r.run_id"
+    )
+    sql = f"SELECT * FROM ({joined})" + (f" WHERE ({where})" if where else "")
+    sql += " ORDER BY run_id, name, seed, time"
+    tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
+    options = "FORMAT parquet, COMPRESSION zstd" if format_ == "parquet" else "FORMAT csv, HEADER"
+    target = str(tmp).replace("'", "''")
+    try:
+        con.execute(f"SELECT * FROM ({sql}) LIMIT 0", params)  # bad SQL: nothing is written
+        output.parent.mkdir(parents=True, exist_ok=True)
+        written = con.execute(f"COPY ({sql}) TO '{target}' ({options})", params).fetchone()
+        os.replace(tmp, output)
+    except duckdb.Error as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, duckdb.IOException):
+            raise StoreError(f"cannot write {output}: {str(exc).splitlines()[0]}") from None
+        raise _invalid_where(exc) from None
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from None
+    return written[0] if written else 0
