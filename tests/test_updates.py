@@ -121,10 +121,11 @@ def test_unknown_optimizer_is_an_input_error():
         optimizer("lbfgs", 0.1)
 
 
-def test_by_group_needs_a_rule_for_every_group():
-    problem = regression_problem(by_group({"a": optimizer("sgd", 0.1)}))
-    with pytest.raises(InputError, match=r"\['b'\]"):
-        train(problem, np.array([0, 1]), np.array([0]))
+def test_by_group_needs_one_rule_per_group():
+    for rules in ({"a": optimizer("sgd", 0.1)}, {g: optimizer("sgd", 0.1) for g in "abc"}):
+        problem = regression_problem(by_group(rules))
+        with pytest.raises(InputError, match=r"the parameters have \['a', 'b'\]"):
+            train(problem, np.array([0, 1]), np.array([0]))
 
 
 def noise_problem(update, dim=64) -> Problem:

@@ -10,9 +10,8 @@ with step size η, schedule s(k) (k = the step, which is the transformation's up
 start at step 0) and the gradient λθ of the penalty (λ/2)‖θ‖²; its float operations are those of
 the formula as written (η s(k) rounded once to the parameters' dtype). :func:`optimizer` also
 names the other rules optax offers (momentum, Adam, AdamW, RMSProp) on the same (η, s, λ);
-:func:`by_group` gives each top-level
-parameter group its own rule; :func:`gaussian_noise` adds the Euler–Maruyama noise of a Langevin
-step. Transformations that need randomness read the extra argument ``key``, which the trainer
+:func:`by_group` gives each top-level parameter group its own rule; :func:`gaussian_noise` adds
+the Euler–Maruyama noise of a Langevin step. Transformations that need randomness read the extra argument ``key``, which the trainer
 derives from the step's own key, so a trajectory never depends on the record grid.
 """
 
@@ -30,7 +29,7 @@ from attndyn.core.schedules import Schedule
 from attndyn.errors import InputError
 
 
-def step_size(lr: float, schedule: Schedule | None = None) -> float | Callable:
+def _step_size(lr: float, schedule: Schedule | None = None) -> float | Callable:
     """η, or k ↦ η s(k) when a schedule is given (optax's scalar-or-schedule)."""
     lr = float(lr)  # a Python float stays weakly typed: rounded once to the parameters' dtype
     if schedule is None:
@@ -59,7 +58,7 @@ def optimizer(
         raise InputError(
             f"invalid value for 'optimizer': must be one of {OPTIMIZERS} (got {name!r})"
         )
-    rate = step_size(lr, schedule)
+    rate = _step_size(lr, schedule)
     if name == "adamw":
         parts = [optax.adamw(rate, weight_decay=weight_decay, **options)]
     else:
@@ -76,11 +75,13 @@ def optimizer(
 
 
 def _variance(temperature: float, lr: float, schedule: Schedule | None) -> Callable:
-    rate = step_size(temperature * float(lr), schedule)
+    rate = _step_size(temperature * float(lr), schedule)
     return rate if callable(rate) else lambda count: rate
 
 
 class NoiseState(NamedTuple):
+    """The update count k of :func:`gaussian_noise`."""
+
     count: jax.Array
 
 
@@ -117,18 +118,16 @@ def by_group(
 ) -> optax.GradientTransformationExtraArgs:
     """Rule ``rules[g]`` on top-level group g (a group may be a dict of arrays).
 
-    The state is one inner state per group present in the parameters; a ``key`` passed to the
-    update reaches group g as ``fold_in(key, j)``, j the group's position in sorted order, so no
-    two groups share noise. Rules for groups the parameters lack are ignored (a family may offer
-    optional groups); a group without a rule is an error.
+    The state is one inner state per group; a ``key`` passed to the update reaches group g as
+    ``fold_in(key, j)``, j the group's position in sorted order, so no two groups share noise.
+    The groups of the parameters and of ``rules`` must be the same.
     """
     rules = {g: optax.with_extra_args_support(rule) for g, rule in rules.items()}
 
     def _check(params):
-        missing = sorted(set(params) - set(rules))
-        if missing:
+        if set(params) != set(rules):
             raise InputError(
-                f"no update rule for parameter group(s) {missing}; rules: {sorted(rules)}"
+                f"update rules are for groups {sorted(rules)}; the parameters have {sorted(params)}"
             )
 
     def init(params):
