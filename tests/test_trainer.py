@@ -8,6 +8,7 @@ import numpy as np
 
 from attndyn.core.schedules import inverse_power
 from attndyn.core.trainer import Problem, train
+from attndyn.core.updates import optimizer
 
 
 def quadratic_problem(lr=0.1, weight_decay=0.0, schedule=None, gain_max=1.0):
@@ -22,9 +23,7 @@ def quadratic_problem(lr=0.1, weight_decay=0.0, schedule=None, gain_max=1.0):
         sample=lambda key: jax.random.normal(key, ()),
         loss=lambda p, s, batch: 0.5 * s["a"] * p["w"] ** 2 + 0.0 * batch,
         observe=lambda p, s: {"w": p["w"], "a": s["a"]},
-        lr={"w": lr},
-        weight_decay={"w": weight_decay},
-        schedule={"w": schedule} if schedule else {},
+        update=optimizer("sgd", lr, schedule, weight_decay),
     )
 
 
@@ -87,7 +86,7 @@ def test_projection_after_each_step():
         sample=lambda key: jnp.zeros(()),
         loss=lambda p, s, batch: -p["w"][0],
         observe=lambda p, s: {"w0": p["w"][0], "norm": jnp.linalg.norm(p["w"])},
-        lr={"w": 0.3},
+        update=optimizer("sgd", 0.3),
         project=lambda p: {"w": p["w"] / jnp.linalg.norm(p["w"])},
     )
     res = train(problem, np.array([0, 1, 4, 12]), np.array([0]))

@@ -116,15 +116,15 @@ def matmul_peak(n: int = PEAK_N, repeats: int = 5) -> dict:
 def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
     """Steady-state samples/s of the trainer's jitted advance (all seeds, no observation)."""
     problem = build(config)
-    params, state, div, keys = init_seeds(problem, np.arange(config.seeds))
+    carry, state, keys = init_seeds(problem, np.arange(config.seeds))
     advance = make_advance(problem)
-    dtype = str(params["W"].dtype)
+    dtype = str(carry.params["W"].dtype)
     k = 0
 
     def run(n: int) -> None:
-        nonlocal params, div, k
-        params, div = advance(params, div, state, keys, k, k + n)
-        jax.block_until_ready((params, div))
+        nonlocal carry, k
+        carry = advance(carry, state, keys, k, k + n)
+        jax.block_until_ready(carry)
         k += n
 
     run(1)  # compile (the step bounds are traced, so no recompilation below)
@@ -136,7 +136,7 @@ def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
         "cpus_used": cpu_seconds / seconds,
         "samples_per_cpu_s": steps * config.batch * config.seeds / cpu_seconds,
         "dtype": dtype,
-        "diverged_seeds": int(np.sum(np.asarray(div) >= 0)),
+        "diverged_seeds": int(np.sum(np.asarray(carry.diverged_step) >= 0)),
     }
 
 

@@ -49,14 +49,14 @@ def bench_config(seeds: int = SEEDS, param: str = "FAFO") -> CircuitsConfig:
 def time_attndyn(config: CircuitsConfig, min_seconds: float, repeats: int) -> dict:
     """Steady-state seed-steps/s of the trainer's jitted advance (all seeds, no observation)."""
     problem = build(config)
-    params, state, div, keys = init_seeds(problem, np.arange(config.seeds))
+    carry, state, keys = init_seeds(problem, np.arange(config.seeds))
     advance = make_advance(problem)
     k = 0
 
     def run(n: int) -> None:
-        nonlocal params, div, k
-        params, div = advance(params, div, state, keys, k, k + n)
-        jax.block_until_ready((params, div))
+        nonlocal carry, k
+        carry = advance(carry, state, keys, k, k + n)
+        jax.block_until_ready(carry)
         k += n
 
     run(1)  # compile; the step bounds are traced, so nothing recompiles below
@@ -66,7 +66,7 @@ def time_attndyn(config: CircuitsConfig, min_seconds: float, repeats: int) -> di
         "steps_timed": n,
         "seconds_timed": seconds,
         "cpus_used": cpu / seconds,
-        "diverged_seeds": int(np.sum(np.asarray(div) >= 0)),
+        "diverged_seeds": int(np.sum(np.asarray(carry.diverged_step) >= 0)),
     }
 
 

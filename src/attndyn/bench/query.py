@@ -52,14 +52,14 @@ def time_simulator(config, min_seconds: float, repeats: int) -> dict:
     from attndyn.models.query import build
 
     problem = build(config, n_seeds=1)
-    params, state, div, keys = init_seeds(problem, np.arange(1))
+    carry, state, keys = init_seeds(problem, np.arange(1))
     advance = make_advance(problem)
     k = 0
 
     def run(n: int) -> None:
-        nonlocal params, div, k
-        params, div = advance(params, div, state, keys, k, k + n)
-        jax.block_until_ready((params, div))
+        nonlocal carry, k
+        carry = advance(carry, state, keys, k, k + n)
+        jax.block_until_ready(carry)
         k += n
 
     run(1)  # compile

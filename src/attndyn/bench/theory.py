@@ -77,13 +77,13 @@ def time_simulator(values: dict, min_steps: int) -> dict:
     """Seconds per step of the trainer's jitted advance (one seed) and the steps to t_max."""
     config = AIMConfig(**values)
     problem = build(config)
-    params, state, div, keys = init_seeds(problem, np.arange(1))
+    carry, state, keys = init_seeds(problem, np.arange(1))
     advance = make_advance(problem)
-    params, div = advance(params, div, state, keys, 0, 1)  # compile
-    jax.block_until_ready(params)
+    carry = advance(carry, state, keys, 0, 1)  # compile
+    jax.block_until_ready(carry)
     start = time.perf_counter()
-    params, div = advance(params, div, state, keys, 1, 1 + min_steps)
-    jax.block_until_ready(params)
+    carry = advance(carry, state, keys, 1, 1 + min_steps)
+    jax.block_until_ready(carry)
     per_step = (time.perf_counter() - start) / min_steps
     steps = config.total_steps
     return {"per_step_s": per_step, "steps": steps, "seconds": per_step * steps}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -18,6 +18,21 @@ from attndyn.errors import InputError
 
 SCHEMA_VERSION = 1
 """Bumped whenever stored results would change meaning; part of every run id."""
+
+
+OptimizerName = Literal["sgd", "momentum", "adam", "adamw", "rmsprop"]
+OPTIMIZERS: tuple[str, ...] = get_args(OptimizerName)
+"""Update rules a family may offer (:func:`attndyn.core.updates.optimizer`)."""
+
+Optimizer = Annotated[
+    OptimizerName,
+    Field(
+        description="update rule of every parameter group (optax's): sgd (default), momentum "
+        "(heavy ball, 0.9), adam, adamw (decoupled weight decay) or rmsprop"
+    ),
+]
+"""The ``optimizer`` field, for a family that lets its config choose the rule:
+``optimizer: Optimizer = "sgd"``."""
 
 
 class GridConfig(BaseModel):

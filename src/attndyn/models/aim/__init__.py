@@ -16,6 +16,7 @@ import numpy as np
 
 from attndyn.core.simulate import simulate_problem
 from attndyn.core.trainer import Problem
+from attndyn.core.updates import optimizer
 from attndyn.models.aim import model
 from attndyn.models.aim.config import AIMConfig
 from attndyn.models.aim.model import register_activation
@@ -63,8 +64,6 @@ __all__ = [
     "time_axes",
     "register_activation",
 ]
-
-STUDENT_GROUPS = {"tied": ("W",), "direct": ("S",), "untied": ("U", "V")}
 
 
 def _layers(config: AIMConfig) -> int:
@@ -174,14 +173,12 @@ def build(config: AIMConfig) -> Problem:
         return obs
 
     eta = config.alpha_d * B
-    groups = STUDENT_GROUPS[config.param]
     return Problem(
         init=init,
         sample=sample,
         loss=loss,
         observe=observe_fn,
-        lr={g: eta for g in groups},
-        weight_decay={g: config.weight_decay / d for g in groups},
+        update=optimizer("sgd", eta, weight_decay=config.weight_decay / d),
         batch=B,
     )
 

@@ -2,8 +2,8 @@
 Self-Attention Models" (ICML 2026, arXiv 2608.06776). Model, data and training follow the
 authors' code (docs/references.md); see docs/circuits.md.
 
-``build(config)`` returns the trainer's :class:`~attndyn.core.trainer.Problem` (SGD, a fresh
-batch per step, groups ``qk`` with η_QK = ratio·lr (times the QK schedule) and ``ov`` with
+``build(config)`` returns the trainer's :class:`~attndyn.core.trainer.Problem` (the config's
+optimizer, SGD by default, with a fresh batch per step; groups ``qk`` with η_QK = ratio·lr (times the QK schedule) and ``ov`` with
 η_OV = lr); ``simulate(config)`` runs it and returns a Trajectory whose time axis is the SGD step.
 """
 
@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from attndyn.core.schedules import linear_ramp
 from attndyn.core.simulate import simulate_problem
 from attndyn.core.trainer import Problem
+from attndyn.core.updates import by_group, optimizer
 from attndyn.models.base import Benchmark
 from attndyn.models.circuits import data, model
 from attndyn.models.circuits.config import CircuitsConfig
@@ -83,18 +84,17 @@ def build(config: CircuitsConfig) -> Problem:
         obs.update(attention_observables(params, state["tokens"], state["labels"], config))
         return obs
 
-    schedule = {}
+    qk_schedule = None
     if config.qk_schedule == "linear":
-        ramp = linear_ramp(config.qk_ramp_start, config.qk_ramp_end, config.total_steps)
-        schedule["qk"] = ramp
+        qk_schedule = linear_ramp(config.qk_ramp_start, config.qk_ramp_end, config.total_steps)
+    update = by_group(
+        {
+            "qk": optimizer(config.optimizer, config.lr_qk, qk_schedule),
+            "ov": optimizer(config.optimizer, config.lr),
+        }
+    )
     return Problem(
-        init=init,
-        sample=sample,
-        loss=loss,
-        observe=observe,
-        lr={"qk": config.lr_qk, "ov": config.lr},
-        schedule=schedule,
-        batch=config.batch,
+        init=init, sample=sample, loss=loss, observe=observe, update=update, batch=config.batch
     )
 
 

@@ -8,7 +8,9 @@ steps.
 Learning rates (one way only): ``lr`` is η_OV and ``ratio`` is r = η_QK/η_OV, so η_QK = r·lr;
 the QK step is additionally multiplied by ``qk_schedule`` (constant 1, or a linear ramp from
 ``qk_ramp_start`` at step 0 to ``qk_ramp_end`` at the last step, the notebooks' increasing-ratio
-schedule, docs/circuits.md, "Training").
+schedule, docs/circuits.md, "Training"). ``optimizer`` chooses the update rule of both circuits
+(default ``sgd``, the paper's; ``adam`` and the others of :data:`attndyn.core.config.OPTIMIZERS`
+use the same two step sizes).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.core.config import SimulationConfig
+from attndyn.core.config import Optimizer, SimulationConfig
 
 Init = Literal["auto", "eye", "default"]
 PARAMS = ("FAFO", "FACO", "CAFO", "CACO")
@@ -94,6 +96,7 @@ class CircuitsConfig(SimulationConfig):
     qk_ramp_start: float = Field(1.0, gt=0, description="QK multiplier at step 0 (linear)")
     qk_ramp_end: float = Field(1.0, gt=0, description="QK multiplier at the last step (linear)")
     batch: int = Field(32, ge=1, le=65_536, description="sequences per SGD step")
+    optimizer: Optimizer = "sgd"
 
     # --- observation ---
     test_size: int = Field(

@@ -21,6 +21,7 @@ import numpy as np
 from attndyn.core.schedules import inverse_power
 from attndyn.core.simulate import simulate_problem
 from attndyn.core.trainer import Problem
+from attndyn.core.updates import optimizer
 from attndyn.models.base import Benchmark
 from attndyn.models.query import model, reduced
 from attndyn.models.query.config import QueryConfig
@@ -158,18 +159,16 @@ def build(config: QueryConfig, n_seeds: int | None = None) -> Problem:
     if config.constraint == "sphere":
         project = lambda p: {"q": _unit(p["q"])}  # noqa: E731
 
-    schedule = {}
+    schedule = None
     if config.schedule == "robbins-monro":
-        schedule = {"q": inverse_power(config.k0, config.gamma)}
+        schedule = inverse_power(config.k0, config.gamma)
     return Problem(
         init=init,
         sample=sample,
         loss=loss,
         observe=observe_fn,
-        lr={"q": config.eta},
+        update=optimizer("sgd", config.eta, schedule, config.l2),
         batch=B,
-        weight_decay={"q": config.l2},
-        schedule=schedule,
         value_and_grad=value_and_grad,
         project=project,
     )

@@ -154,6 +154,7 @@ def build_problem(config, spec: TokenSpec):
     """The trainer's Problem for ``sampler='reduced'``: params {"q": (α, b, 0)}."""
     from attndyn.core.schedules import inverse_power
     from attndyn.core.trainer import Problem
+    from attndyn.core.updates import optimizer
 
     dtype = jnp.dtype(config.dtype)
     batch, eval_n = config.batch, config.eval_samples
@@ -192,18 +193,16 @@ def build_problem(config, spec: TokenSpec):
         def project(params):
             return {"q": fold(params["q"])}
 
-    schedule = {}
+    schedule = None
     if config.schedule == "robbins-monro":
-        schedule = {"q": inverse_power(config.k0, config.gamma)}
+        schedule = inverse_power(config.k0, config.gamma)
     return Problem(
         init=init,
         sample=lambda key: key,
         loss=loss,
         observe=observe_fn,
-        lr={"q": config.eta},
+        update=optimizer("sgd", config.eta, schedule, config.l2),
         batch=batch,
-        weight_decay={"q": config.l2},
-        schedule=schedule,
         value_and_grad=value_and_grad,
         project=project,
     )

@@ -46,6 +46,7 @@ from pydantic import Field, field_validator
 from attndyn.core.config import SimulationConfig
 from attndyn.core.simulate import simulate_problem
 from attndyn.core.trainer import Problem
+from attndyn.core.updates import optimizer
 
 __all__ = [
     "FixedAttentionConfig",
@@ -227,8 +228,14 @@ def build(config: FixedAttentionConfig) -> Problem:
             out[observable_name("ov_norm", al)] = norm[i]
         return out
 
-    lr = {g: config.lr for g in ("W_P", "W_V", "b_P")}
-    return Problem(init=init, sample=sample, loss=loss, observe=observe, lr=lr, batch=config.batch)
+    return Problem(
+        init=init,
+        sample=sample,
+        loss=loss,
+        observe=observe,
+        update=optimizer("sgd", config.lr),
+        batch=config.batch,
+    )
 
 
 def simulate(config: FixedAttentionConfig, seeds=None) -> xr.Dataset:

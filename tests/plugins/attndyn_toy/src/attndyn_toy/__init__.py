@@ -13,6 +13,7 @@ from attndyn.core.grids import record_grid
 from attndyn.core.simulate import simulate_problem
 from attndyn.core.trainer import Problem
 from attndyn.core.trajectory import make_trajectory
+from attndyn.core.updates import optimizer
 
 NAME, SUMMARY, THEORY = "toy", ("R", "m"), "attndyn_toy.theory"
 
@@ -42,7 +43,7 @@ def build(c: Config) -> Problem:
         return {"R": jnp.sum((p["w"] - w_star) ** 2) / c.d, "m": p["w"] @ w_star / c.d}
 
     sample = lambda key: jax.random.normal(key, (1, c.d))  # noqa: E731
-    return Problem(init, sample, loss, observe, lr={"w": c.lr})
+    return Problem(init, sample, loss, observe, optimizer("sgd", c.lr))
 
 
 def simulate(config: Config, seeds=None):
