@@ -11,7 +11,8 @@ from attndyn.core.config import validate
 from attndyn.core.trainer import seed_keys
 from attndyn.models import aim
 from attndyn.models.aim import model
-from attndyn.models.aim.observables import canonical_words, observe
+from attndyn.models.aim.observables import observe
+from attndyn.models.aim.words import canonical_words
 
 
 def _problem_and_point(values, seed=0):

@@ -1,4 +1,4 @@
-"""Untied AIM theory (P1 §4.1–4.2, App. F; src/attndyn/models/aim/theory/untied.py).
+"""Untied AIM theory (P1 §4.1–4.2, App. F; src/attndyn/models/aim/theory/untied/).
 
 - the one-step drift of the derivation (Eqs. 731, 742–745; docs/aim-untied-derivation.md)
   against the exact expected one-step SGD change, by Monte Carlo at d = 64;
@@ -16,18 +16,20 @@ import pytest
 
 import attndyn
 from attndyn.core.config import validate
-from attndyn.models.aim.theory import AIMTheoryConfig
+from attndyn.models.aim.theory import AIMTheoryConfig, initial_matrices
 from attndyn.models.aim.theory.potential import potential_for
-from attndyn.models.aim.theory.untied import (
-    MeanDynamics,
-    UntiedHierarchy,
-    UntiedMatrixFlow,
-    canonical,
-    eq42_slope,
-    initial_factors,
+from attndyn.models.aim.theory.untied.fast import MeanDynamics
+from attndyn.models.aim.theory.untied.moments import (
+    factors,
     letter_matrices,
     order_parameters,
     word_moments,
+)
+from attndyn.models.aim.theory.untied.slow import (
+    UntiedHierarchy,
+    UntiedMatrixFlow,
+    canonical_untied,
+    eq42_slope,
 )
 
 ACT = {
@@ -45,7 +47,7 @@ def _state(d, activation, init_mean, teacher_mean, seed=0):
     config = _config(
         d=d, activation=activation, init_mean=init_mean, teacher_mean=teacher_mean, seed=seed
     )
-    U, V = initial_factors(config, seed)
+    U, V = factors(*initial_matrices(config, seed))
     return config, U, V
 
 
@@ -151,7 +153,7 @@ def _predicted_drift(config, U, V):
         "q1_12": ("1", "2T"),
         "q2_12": ("1", "2"),
     }
-    out = {k: field[h.index[canonical(w)]] for k, w in names.items()}
+    out = {k: field[h.index[canonical_untied(w)]] for k, w in names.items()}
     out["m"] *= np.sqrt(config.d)  # m = √d μ_(M_1)
     return out
 
@@ -423,3 +425,35 @@ def test_experiment_presets_validate():
     assert paper.d[-1] == 800 and paper.batch == 4096
     assert paper.lr / (800 * np.log(800)) == pytest.approx(0.01 / 4096)
     assert "h3-centred" in exp.cases(paper)
+
+
+# --------------------------------------------------------------------------------------------
+# fast_state: the fast equilibrium and the Eq. 49 signal
+
+
+@pytest.mark.parametrize(
+    ("activation", "init_mean", "teacher_mean"),
+    [("h1", 0.0, 1.0), ("h2", 0.0, 0.0), ("h2", 0.05, 1.0)],
+)
+def test_fast_state_closed_forms(activation, init_mean, teacher_mean):
+    """h1: ∂Φ/∂m₁ = m₁ − m₂, so m* = m₂ and E σ' = 1 on both sides (signal 1). h2: E h2'(Z) = √2 m
+    for Z ~ N(m, v), so the signal is 2 m₁ m₂, at the initial mean (2·0.05·1 = 0.1 repaired,
+    0 centred) and at m* — the centred start stays at m* = 0 (Eq. 48's trapped case), the
+    repaired one leaves m = 0 (d = 64, seed 0)."""
+    from attndyn.models.aim.theory.untied.fast import fast_state
+
+    config = _config(d=64, activation=activation, init_mean=init_mean, teacher_mean=teacher_mean)
+    out = fast_state(config)
+    assert out["m0"] == pytest.approx(init_mean, abs=1e-12)
+    assert out["m_teacher"] == pytest.approx(teacher_mean, abs=1e-12)
+    if activation == "h1":
+        assert out["m_star"] == pytest.approx(teacher_mean, abs=1e-8)
+        assert out["signal_init"] == pytest.approx(1.0, abs=1e-12)
+        assert out["signal_fast"] == pytest.approx(1.0, abs=1e-12)
+        return
+    assert out["signal_init"] == pytest.approx(2 * init_mean * teacher_mean, abs=1e-10)
+    assert out["signal_fast"] == pytest.approx(2 * out["m_star"] * teacher_mean, abs=1e-10)
+    if teacher_mean == 0.0:
+        assert abs(out["m_star"]) < 1e-6
+    else:
+        assert out["m_star"] > 0.5  # m = 0 is unstable for this teacher: the fast phase repairs it

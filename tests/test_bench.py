@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from attndyn.bench.aim import bench_config, flops_per_sample, run_benchmark, widths
+from attndyn.models.aim.bench import bench_config, flops_per_sample, run_benchmark, widths
 
 FIELDS = (
     "d",
@@ -63,7 +63,7 @@ def test_torch_reference_matches_simulator_gradient():
     batch = {"x": jnp.asarray(x), "noise_key": jax.random.PRNGKey(1)}
     grad = np.asarray(jax.grad(problem.loss)(params, state, batch)["W"][0])
 
-    from attndyn.bench.aim import torch_loss
+    from attndyn.models.aim.bench import torch_loss
 
     W = torch.tensor(np.asarray(params["W"][0]), requires_grad=True)
     F = torch.tensor(np.asarray(state["teacher"]["F"][0]))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from attndyn.bench.circuits import bench_config, run_circuits_benchmark, torch_reference_loop
+from attndyn.models.circuits.bench import bench_config, run_circuits_benchmark, torch_reference_loop
 
 
 def test_quick_run_rows():
@@ -42,3 +42,22 @@ def test_torch_reference_learns_like_attndyn():
     assert losses[0] == pytest.approx(np.log(50), rel=1e-3)
     assert abs(np.mean(losses[-20:]) - np.log(4)) < 0.25
     assert np.all(np.abs(traj["loss"].values[:, -1] - np.log(4)) < 0.25)
+
+
+def test_fixed_attention_benchmark_rows():
+    """``attndyn bench --name circuits-fixed-attention`` is declared by the circuits family and a
+    short run gives one row per OV parameterisation (no timing assertions)."""
+    from attndyn.models import benchmarks
+    from attndyn.models.circuits.theory.bench import run_fixed_attention_benchmark
+
+    family, declared = benchmarks()["circuits-fixed-attention"]
+    assert family == "circuits"
+    assert declared.target.endswith(":run_fixed_attention_benchmark")
+    rows = run_fixed_attention_benchmark(quick=True, torch_reference=False, log=False, steps=5)
+    assert [r["ov"] for r in rows] == ["collapsed", "factorised"]
+    for row in rows:
+        assert row["alphas"] == 5 and row["steps_timed"] == 5
+        assert math.isfinite(row["ms_per_step"]) and row["ms_per_step"] > 0
+        assert row["ms_per_model_step"] == pytest.approx(row["ms_per_step"] / 5)
+        assert row["speedup_per_model_step"] is None and row["torch_note"]
+        json.dumps(row)

@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.bench.query import bench_config, numpy_gradient, run_query_benchmark
 from attndyn.models.query import model, token_spec
+from attndyn.models.query.bench import bench_config, numpy_gradient, run_query_benchmark
 
 
 def test_quick_benchmark_rows():

@@ -1,4 +1,4 @@
-"""Smoke test of the theory benchmark (attndyn.bench.theory): row structure only, no timing
+"""Smoke test of the theory benchmark (attndyn.models.aim.theory.bench): row structure only, no timing
 assertions (timings depend on the machine and its load)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from attndyn.bench import theory
+from attndyn.models.aim.theory import bench as theory
 
 
 @pytest.fixture

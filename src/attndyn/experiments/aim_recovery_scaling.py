@@ -98,14 +98,6 @@ def _potential(config: Config):
     return potential_for(validate(AIMConfig, _sim_config(config, config.d[0])))
 
 
-def _limit_state() -> dict[str, float]:
-    """d → ∞ initial order parameters of the simulator's defaults (AIMConfig: rho = teacher_rho
-    = 0.5, unit scales): Wishart S = FFᵀ with width ρd and N(0, s/d) entries has t = ρs,
-    q = s²ρ(1 + ρ), so t_1 = t_2 = 0.5, q_11 = q_22 = 0.75, p_22 = 0.5."""
-    rho = 0.5
-    return {"t1": rho, "t2": rho, "q11": rho * (1 + rho), "q22": rho * (1 + rho)}
-
-
 class AIMRecoveryScaling(Experiment):
     name = "aim-recovery-scaling"
     description = (
@@ -118,11 +110,14 @@ class AIMRecoveryScaling(Experiment):
     }
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
+        from attndyn.core.config import validate
+        from attndyn.models.aim.config import AIMConfig
+        from attndyn.models.aim.theory import limit_state
         from attndyn.models.aim.theory import recovery as R
 
         potential = _potential(config)
-        limit = _limit_state()
-        cor3 = R.cor3_condition(potential, limit["t1"], limit["t2"], limit["q11"], limit["q22"])
+        limit = limit_state(validate(AIMConfig, _sim_config(config, config.d[0])))
+        cor3 = R.cor3_condition(potential, limit["t_1"], limit["t_2"], limit["q_11"], limit["q_22"])
         sims, per_d = {}, {}
         for d in config.d:
             traj = ctx.simulate("aim", **_sim_config(config, d))

@@ -164,45 +164,6 @@ def _interp(traj, values: np.ndarray, t_fast: float) -> float:
     return float(np.interp(t_fast, traj["time_fast"].values, values))
 
 
-def fast_state(values: dict[str, Any], seed: int = 0) -> dict[str, float]:
-    """m* (end point of Eq. 28 at the run's initial state, seed ``seed``) and the signal
-    E σ'(Z₁)·E σ*'(Z₂) of Eq. 49 at the initial mean and at m* (probabilists' Gauss–Hermite,
-    40 nodes; σ' by autodiff of the simulator's activation)."""
-    import jax
-    from numpy.polynomial.hermite_e import hermegauss
-
-    from attndyn.core.config import validate
-    from attndyn.models.aim.model import ACTIVATIONS
-    from attndyn.models.aim.theory import AIMTheoryConfig
-    from attndyn.models.aim.theory.potential import potential_for
-    from attndyn.models.aim.theory.untied import MeanDynamics, initial_factors, order_parameters
-
-    config = validate(AIMTheoryConfig, {**values, "seeds": 1, "seed": seed})
-    U, V = initial_factors(config, seed)
-    op = order_parameters(U, V)
-    means = MeanDynamics(potential_for(config), (1,), op["m"])
-    D = op["tA"][:1] + op["tB"][:1]
-    m_star = float(means.fast_limit(op["m"][:1], op["q1"], op["q2"], D)[0])
-    nodes, weights = hermegauss(40)
-    weights = weights / weights.sum()
-    with jax.enable_x64(True):
-        dsigma = jax.vmap(jax.grad(ACTIVATIONS[values["activation"]]))
-
-        def mean_slope(mean, var):
-            return float(np.sum(weights * np.asarray(dsigma(mean + np.sqrt(var) * nodes))))
-
-        v1 = op["q1"][0, 0] + op["q2"][0, 0]
-        v2 = op["q1"][1, 1] + op["q2"][1, 1]
-        teacher = mean_slope(op["m"][1], v2)
-        return {
-            "m0": float(op["m"][0]),
-            "m_star": m_star,
-            "m_teacher": float(op["m"][1]),
-            "signal_init": mean_slope(op["m"][0], v1) * teacher,
-            "signal_fast": mean_slope(m_star, v1) * teacher,
-        }
-
-
 class AIMUntied(Experiment):
     name = "aim-untied"
     description = (
@@ -236,7 +197,14 @@ class AIMUntied(Experiment):
             for d in ds:
                 sims[(case, d)] = ctx.simulate("aim", **_sim_values(config, case, d))
         theory = ctx.predict("aim", **{**_sim_values(config, "h1", d_max), "seeds": 1})
-        fast = {case: fast_state(_sim_values(config, case, d_max)) for case in self.cases(config)}
+        from attndyn.core.config import validate
+        from attndyn.models.aim.config import AIMConfig
+        from attndyn.models.aim.theory.untied.fast import fast_state
+
+        fast = {
+            case: fast_state(validate(AIMConfig, _sim_values(config, case, d_max)))
+            for case in self.cases(config)
+        }
         return {"config": config, "sims": sims, "theory": theory, "fast": fast}
 
     # ----------------------------------------------------------------------------------------

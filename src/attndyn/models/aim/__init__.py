@@ -31,7 +31,7 @@ THEORY = "attndyn.models.aim.theory"
 BENCHMARKS = (
     Benchmark(
         "aim",
-        "attndyn.bench.aim:run_benchmark",
+        "attndyn.models.aim.bench:run_benchmark",
         "online SGD samples/s and the fraction of matmul peak, vs a PyTorch eager loop",
         (
             "d",
@@ -46,7 +46,7 @@ BENCHMARKS = (
     ),
     Benchmark(
         "aim-theory",
-        "attndyn.bench.theory:run_theory_benchmark",
+        "attndyn.models.aim.theory.bench:run_theory_benchmark",
         "tied hierarchy and matrix flow to t = 10, against the simulator",
         ("name", "d", "horizon", "seconds", "ratio_to_simulator", "target_met"),
     ),

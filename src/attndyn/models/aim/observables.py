@@ -18,6 +18,8 @@ import itertools
 
 import jax.numpy as jnp
 
+from attndyn.models.aim.words import canonical_words, word_traces
+
 
 def index_matrices(side: dict) -> list[dict]:
     """d×d matrices of each stacked index on one side: {"S": S_k} plus "A", "B" for products.
@@ -52,22 +54,6 @@ def letters(mats: list[dict]) -> dict[str, tuple[jnp.ndarray, str]]:
             alphabet[f"A{k}"] = (m["A"], f"A{k}")
             alphabet[f"B{k}"] = (m["B"], f"B{k}")
     return alphabet
-
-
-def canonical_words(names: list[str], transpose: dict[str, str], degree: int) -> list[tuple]:
-    """One representative per class of words of length ``degree`` under cyclic rotation and
-    transpose-reversal (Tr Z_1⋯Z_w = Tr Z_wᵀ⋯Z_1ᵀ)."""
-    seen, words = set(), []
-    for word in itertools.product(names, repeat=degree):
-        rev = tuple(transpose[z] for z in reversed(word))
-        orbit = [word[i:] + word[:i] for i in range(degree)] + [
-            rev[i:] + rev[:i] for i in range(degree)
-        ]
-        key = min(orbit)
-        if key not in seen:
-            seen.add(key)
-            words.append(key)
-    return words
 
 
 def observe(student: dict, teacher: dict, param: str, moment_degree: int) -> dict:
@@ -114,19 +100,6 @@ def moments(mats: list[dict], max_degree: int) -> dict:
     alphabet = letters(mats)
     names = list(alphabet)
     transpose = {z: alphabet[z][1] for z in names}
-    d = mats[0]["S"].shape[0]
-    prefix: dict[tuple, jnp.ndarray] = {}
-
-    def product(word: tuple) -> jnp.ndarray:
-        if len(word) == 1:
-            return alphabet[word[0]][0]
-        if word not in prefix:
-            prefix[word] = product(word[:-1]) @ alphabet[word[-1]][0]
-        return prefix[word]
-
-    out = {}
-    for degree in range(3, max_degree + 1):
-        for word in canonical_words(names, transpose, degree):
-            head, last = word[:-1], alphabet[word[-1]][0]
-            out["mu_" + ".".join(word)] = jnp.sum(product(head) * last.T) / d
-    return out
+    words = [w for n in range(3, max_degree + 1) for w in canonical_words(names, transpose, n)]
+    values = word_traces({z: alphabet[z][0] for z in names}, words)
+    return {"mu_" + ".".join(w): v for w, v in zip(words, values, strict=True)}

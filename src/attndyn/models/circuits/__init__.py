@@ -29,7 +29,7 @@ THEORY = "attndyn.models.circuits.theory"
 BENCHMARKS = (
     Benchmark(
         "circuits",
-        "attndyn.bench.circuits:run_circuits_benchmark",
+        "attndyn.models.circuits.bench:run_circuits_benchmark",
         "vmapped SGD seed-steps/s against the notebooks' PyTorch loop",
         (
             "seeds",
@@ -40,6 +40,19 @@ BENCHMARKS = (
             "speedup_vs_torch_reference",
             "speedup_vs_best_torch",
             "paper_preset_minutes",
+        ),
+    ),
+    Benchmark(
+        "circuits-fixed-attention",
+        "attndyn.models.circuits.theory.bench:run_fixed_attention_benchmark",
+        "Fig. 3 fixed-attention step (5 α stacked) against the notebooks' PyTorch loop",
+        (
+            "ov",
+            "alphas",
+            "ms_per_step",
+            "ms_per_model_step",
+            "torch_ms_per_model_step",
+            "speedup_per_model_step",
         ),
     ),
 )

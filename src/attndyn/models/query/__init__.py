@@ -34,7 +34,7 @@ THEORY = "attndyn.models.query.theory"
 BENCHMARKS = (
     Benchmark(
         "query",
-        "attndyn.bench.query:run_query_benchmark",
+        "attndyn.models.query.bench:run_query_benchmark",
         "SGA steps/s: the full and the reduced sampler, against the token draw and NumPy",
         (
             "sampler",

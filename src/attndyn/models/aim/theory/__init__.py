@@ -8,7 +8,7 @@ Methods (``method``):
 - ``direct-ode``: Theorem 4 (direct S);
 - ``untied``: untied fast–slow theory (Eqs. 28–32): fast mean flow, then the matrix-level slow
   flow from the simulator's initial matrices; ``untied-hierarchy``: the same with the moment
-  hierarchy Eq. 32 truncated at ``truncation`` (≤ 4 is practical); see theory/untied.py;
+  hierarchy Eq. 32 truncated at ``truncation`` (≤ 4 is practical); see theory/untied/;
 - ``auto``: hierarchy for tied, direct-ode for direct S, untied for untied.
 
 Initial conditions: the order parameters of the simulator's own initial matrices (same d, same
@@ -27,15 +27,21 @@ import xarray as xr
 from pydantic import Field, model_validator
 
 from attndyn.core.config import canonical
-from attndyn.core.grids import record_grid
-from attndyn.core.trainer import seed_keys
 from attndyn.core.trajectory import make_trajectory
-from attndyn.models.aim import SUMMARY, build, student_side, time_axes
+from attndyn.models.aim import SUMMARY
 from attndyn.models.aim.config import AIMConfig
 from attndyn.models.aim.observables import observe
 from attndyn.models.aim.theory.direct import DirectODE
 from attndyn.models.aim.theory.hierarchy import MatrixFlow, TiedHierarchy
+from attndyn.models.aim.theory.initial import (
+    initial_matrices,
+    initial_observables,
+    limit_state,
+    n_student,
+    time_grid,
+)
 from attndyn.models.aim.theory.potential import potential_for
+from attndyn.models.aim.theory.untied import predict_untied
 
 __all__ = [
     "AIMTheoryConfig",
@@ -44,6 +50,7 @@ __all__ = [
     "predict",
     "initial_matrices",
     "initial_observables",
+    "limit_state",
 ]
 
 
@@ -88,44 +95,6 @@ class AIMTheoryConfig(AIMConfig):
 Config = AIMTheoryConfig
 
 
-def time_grid(config: AIMConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(times, samples) of the simulator's record grid for ``config``."""
-    steps = record_grid(config)
-    return time_axes(config, steps)["time"], steps * config.batch
-
-
-def initial_matrices(config: AIMConfig, seed: int) -> tuple[dict, dict]:
-    """(student side, teacher side) of the simulator's initial state for one seed, as float64
-    NumPy arrays. The draws are made in the config's dtype, as the simulator makes them (float32
-    and float64 normal draws from the same key differ)."""
-    cfg = config.model_copy(update={"test_size": 0})
-    with jax.enable_x64(config.dtype == "float64"):
-        problem = build(AIMConfig(**{k: getattr(cfg, k) for k in AIMConfig.model_fields}))
-        init_keys, _ = seed_keys(np.array([seed]))
-        params, state = problem.init(init_keys[0])
-        student = student_side(params, config.param)
-        teacher = state["teacher"]
-    as64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
-    return jax.tree.map(as64, student), jax.tree.map(as64, teacher)
-
-
-def initial_observables(config: AIMConfig, degree: int) -> dict[str, float]:
-    """Order parameters and moments up to ``degree`` at t = 0, averaged over the config's seeds."""
-    acc: dict[str, float] = {}
-    seeds = config.seed_list
-    for seed in seeds:
-        student, teacher = initial_matrices(config, seed)
-        with jax.enable_x64(True):
-            obs = observe(student, teacher, config.param, max(degree, 2))
-        for k, v in obs.items():
-            acc[k] = acc.get(k, 0.0) + float(v) / len(seeds)
-    return acc
-
-
-def _n_student(config: AIMConfig) -> int:
-    return config.heads * (2 if config.output == "two-layer" else 1)
-
-
 def predict(config: AIMTheoryConfig) -> xr.Dataset:
     """Integrate the theory ``config.method`` on the simulator's time grid.
 
@@ -140,22 +109,21 @@ def predict(config: AIMTheoryConfig) -> xr.Dataset:
         ``time``, ``samples`` (untied also ``time_fast``); attrs ``family``, ``config`` (with
         the resolved ``theory`` method).
     """
-    if config.resolved_method.startswith("untied"):  # P1 §4.1, see theory/untied.py
-        from attndyn.models.aim.theory.untied import predict_untied
-
-        obs, times, samples = predict_untied(config, config.resolved_method)
+    if config.resolved_method.startswith("untied"):  # P1 §4.1, see theory/untied/
+        axes, samples = time_grid(config)
         return make_trajectory(
-            obs,
-            time=times,
+            predict_untied(config, config.resolved_method),
+            time=axes["time"],
             samples=samples,
-            extra_times={"time_fast": samples * config.alpha_d},
+            extra_times={"time_fast": axes["time_fast"]},
             family="aim",
             config=dict(canonical(config), theory=config.resolved_method),
         )
-    times, samples = time_grid(config)
+    axes, samples = time_grid(config)
+    times = axes["time"]
     potential = potential_for(config, log2_qmc=config.quad_log2)
     K = potential.K
-    trainable = tuple(range(1, _n_student(config) + 1))
+    trainable = tuple(range(1, n_student(config) + 1))
     method = config.resolved_method
     if method == "hierarchy":
         hierarchy = TiedHierarchy(

@@ -24,23 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attndyn.core.ode import integrate
-from attndyn.models.aim.observables import canonical_words
-
-
-def moment_name(word: tuple[str, ...]) -> str:
-    """The simulator's observable name of a word: t_k, q_kl, mu_k.l.m..."""
-    if len(word) == 1:
-        return f"t_{word[0]}"
-    if len(word) == 2:
-        return f"q_{word[0]}{word[1]}"
-    return "mu_" + ".".join(word)
-
-
-def canonical(word: tuple[str, ...]) -> tuple[str, ...]:
-    """Class representative under rotation and reversal (symmetric letters)."""
-    n = len(word)
-    rev = word[::-1]
-    return min([word[i:] + word[:i] for i in range(n)] + [rev[i:] + rev[:i] for i in range(n)])
+from attndyn.models.aim.words import canonical, canonical_words, moment_name
 
 
 @dataclass
@@ -58,7 +42,7 @@ class TiedHierarchy:
         sym = {z: z for z in letters}
         self.words = [w for n in range(1, self.M + 1) for w in canonical_words(letters, sym, n)]
         self.index = {w: i for i, w in enumerate(self.words)}
-        self.names = [moment_name(w) for w in self.words]
+        self.names = [moment_name(w, symmetric=True) for w in self.words]
         n = len(self.words)
         src, ki, li, tgt1, tgt2 = [], [], [], [], []
         trainable = {str(k) for k in self.trainable}

@@ -47,10 +47,11 @@ from math import factorial
 import numpy as np
 import xarray as xr
 from numpy.polynomial import hermite_e, polynomial
-from scipy.integrate import solve_ivp
 
 from attndyn.core.trajectory import config_of
 from attndyn.models.aim.theory.potential import Potential
+from attndyn.models.aim.theory.untied.fast import MeanDynamics
+from attndyn.models.aim.theory.untied.slow import eq42_q2, eq42_slope
 
 __all__ = [
     "first_crossing",
@@ -317,36 +318,18 @@ def fast_mean(
     q2: np.ndarray,
     trainable: tuple[int, ...] = (1,),
     rate: np.ndarray | float = 1.0,
-    tol: float = 1e-10,
-    t_span: float = 200.0,
 ) -> np.ndarray:
     """The mean m̄* selected by the untied fast flow (P1 Eq. 28),
-    dm_k/dt = −D_k ∂Φ/∂m_k(m, q⁽¹⁾(0), q⁽²⁾(0)) for trainable k (others fixed), integrated from
-    m0 until |∂Φ/∂m_K| < tol (its attracting critical point, Assumption 5). ``rate`` is D_k."""
+    dm_k/dt = −D_k ∂Φ/∂m_k(m, q⁽¹⁾(0), q⁽²⁾(0)) for trainable k (others fixed), from m0 to its
+    attracting critical point (Assumption 5; :meth:`MeanDynamics.fast_limit`). ``rate`` is D_k;
+    returns the full mean vector."""
     m0 = np.asarray(m0, dtype=np.float64)
-    idx = np.array([k - 1 for k in trainable])
-    rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), idx.shape)
-
-    def grad(m):
-        dm, _, _ = potential.gradients(m, q1, q2)
-        return dm
-
-    def rhs(_, y):
-        m = m0.copy()
-        m[idx] = y
-        return -rate * grad(m)[idx]
-
-    y = m0[idx].copy()
-    span = t_span
-    for _ in range(6):
-        sol = solve_ivp(rhs, (0.0, span), y, method="LSODA", rtol=1e-10, atol=1e-12)
-        y = sol.y[:, -1]
-        m = m0.copy()
-        m[idx] = y
-        if np.max(np.abs(grad(m)[idx])) < tol:
-            return m
-        span *= 4
-    raise RuntimeError("the fast mean flow (Eq. 28) did not reach a critical point")
+    means = MeanDynamics(potential, tuple(trainable), m0)
+    rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), means.idx.shape)
+    m_star = means.full(means.fast_limit(m0[means.idx], q1, q2, rate))
+    if np.max(np.abs(means.grad_m(m_star[means.idx], q1, q2))) > 1e-8:
+        raise RuntimeError("the fast mean flow (Eq. 28) did not reach a critical point")
+    return m_star
 
 
 def cor4_condition(
@@ -368,14 +351,13 @@ def cor4_condition(
     m_star = fast_mean(potential, m, q1, q2, (1,), D1) if select_mean else np.asarray(m, float)
     _, g1, g2 = potential.gradients(m_star, q1, q2)
     g12 = np.array([g1[0, 1], g2[0, 1]])
-    Q2 = np.array([[q1[1, 1], q2[1, 1]], [q2[1, 1], q1[1, 1]]])
-    Qg = Q2 @ g12
+    Qg = eq42_q2(q1[1, 1], q2[1, 1]) @ g12
     return {
         "m_star": m_star,
         "g12": g12,
         "Q2_g12": Qg,
         "D1": D1,
-        "slope": -2.0 * D1 * Qg,
+        "slope": eq42_slope(D1, q1[1, 1], q2[1, 1], g12),
         "max_abs_Q2_g12": float(np.max(np.abs(Qg))),
     }
 

@@ -14,8 +14,8 @@ written through ``Store.write`` exactly like real runs), then times, each in a f
 
 Usage::
 
-    python bench/store_scale.py --n 10000 --root /tmp/attndyn-scale      # create and time
-    python bench/store_scale.py --root /tmp/attndyn-scale --no-create    # time an existing folder
+    python scripts/store_scale.py --n 10000 --root /tmp/attndyn-scale      # create and time
+    python scripts/store_scale.py --root /tmp/attndyn-scale --no-create    # time an existing folder
 """
 
 from __future__ import annotations

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 from collections.abc import Sequence
 from importlib import metadata
 
@@ -51,9 +50,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.bench.timing import (
+from attndyn.core.timing import (
     best_time,
     calibrated_best,
+    cpu_model,
     progress,
     torch_reference_status,
     torch_threads,
@@ -216,18 +216,6 @@ def _versions(with_torch: bool) -> dict:
         out["torch_version"] = torch.__version__
         out["torch_threads"] = torch.get_num_threads()
     return out
-
-
-def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (or platform's description)."""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def run_benchmark(

@@ -1,9 +1,11 @@
-"""Timing helpers shared by the benchmarks: best-of-n wall time with its CPU time, a step count
-calibrated to a minimum duration, and torch's intra-op threads set for a block."""
+"""Timing helpers shared by the families' benchmarks (``attndyn bench``): best-of-n wall time with
+its CPU time, a step count calibrated to a minimum duration, torch's intra-op threads set for a
+block, and the machine's CPU model."""
 
 from __future__ import annotations
 
 import math
+import platform
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -73,3 +75,15 @@ def progress(log: bool) -> Callable[[str], None]:
             print(msg, file=sys.stderr, flush=True)
 
     return say
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (or platform's description)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -31,8 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.bench.timing import calibrated_best, progress
 from attndyn.core.config import validate
+from attndyn.core.timing import calibrated_best, cpu_model, progress
 from attndyn.core.trainer import init_seeds, make_advance
 
 TARGET_STEP_OVER_DRAW = 1.5
@@ -170,7 +170,6 @@ def run_query_benchmark(
     sampler, at (d, n_nuisance) (default 256, 10,000). ``quick``: ≈0.2 s per timing, one
     repetition; otherwise ≥ 1 s, best of 3. The reference is NumPy, so ``torch_reference`` is
     unused."""
-    from attndyn.bench.aim import cpu_model
     from attndyn.models.query import Config
 
     min_seconds, repeats = (0.2, 1) if quick else (1.0, 3)

@@ -32,7 +32,7 @@ import os
 import jax
 import numpy as np
 
-from attndyn.bench.timing import calibrated_best, progress, torch_reference_status, torch_threads
+from attndyn.core.timing import calibrated_best, progress, torch_reference_status, torch_threads
 from attndyn.core.trainer import init_seeds, make_advance
 from attndyn.models.circuits import CircuitsConfig, build
 
