@@ -1,4 +1,5 @@
-"""Run a registered experiment: preset + overrides → runs, claims, figure, stored record."""
+"""Run a registered experiment: preset + overrides → run → measure → claims → figure, and the
+stored record."""
 
 from __future__ import annotations
 
@@ -28,10 +29,12 @@ class ExperimentOutcome:
     summary: dict[str, Any]
     figure: Path
     results: dict[str, Any] = field(repr=False, default_factory=dict)
+    measurements: dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.claims)
+        """Every claim passed (zero claims is a failure)."""
+        return bool(self.claims) and all(c.passed for c in self.claims)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -68,25 +71,27 @@ def run_experiment(
     out=None,
     force: bool = False,
 ) -> ExperimentOutcome:
-    """Run, evaluate the claims, draw the figure and store the experiment's record."""
+    """Run, measure, evaluate the claims, draw the figure and store the experiment's record."""
     exp, config = experiment_config(name, preset, overrides or {})
     start = time.perf_counter()
     store = Store(out)
     ctx = RunContext(store=store, force=force)
     results = exp.run(config, ctx)
-    claims = exp.claims(results)
+    measurements = exp.measure(config, results)
+    claims = exp.claims(config, measurements)
     cfg = json.loads(config.model_dump_json())
     key = experiment_key(name, preset, config)
-    figure = exp.figure(results, store.root / "figures" / f"{key}.png")
+    figure = exp.figure(config, results, measurements, store.root / "figures" / f"{key}.png")
     outcome = ExperimentOutcome(
         experiment=name,
         preset=preset,
         config=cfg,
         run_ids=list(dict.fromkeys(ctx.run_ids)),
         claims=claims,
-        summary=exp.summary(results),
+        summary=exp.summary(measurements),
         figure=figure,
         results=results,
+        measurements=measurements,
     )
     store.write_experiment(
         outcome.as_json() | {"config": cfg}, key, wall_s=time.perf_counter() - start
