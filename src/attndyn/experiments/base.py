@@ -188,8 +188,7 @@ class RunContext:
 
     def compute(self, name: str, config: BaseModel, fn: Callable[[], xr.Dataset]) -> xr.Dataset:
         """Store ``fn()`` (a Trajectory) as the run ``run_id(name, config)``, or read it back if
-        stored: for an experiment's own model (e.g. circuits-fixed-attention) that is neither a
-        registered family nor its theory."""
+        stored: for an experiment's own model, neither a registered family nor its theory."""
         traj, _ = runs.load_or_compute(name, config, fn, self.store, self.force)
         self.run_ids.append(traj.attrs["run_id"])
         return traj

@@ -21,6 +21,8 @@ PRESETS = ("small", "paper")
 
 @dataclass
 class ExperimentOutcome:
+    """What :func:`run_experiment` returns; ``as_json()`` is the ``--json`` record."""
+
     experiment: str
     preset: str
     config: dict[str, Any]
@@ -71,7 +73,19 @@ def run_experiment(
     out=None,
     force: bool = False,
 ) -> ExperimentOutcome:
-    """Run, measure, evaluate the claims, draw the figure and store the experiment's record."""
+    """Run, measure, evaluate the claims, draw the figure and store the experiment's record.
+
+    Args:
+        name: a registered experiment (``attndyn list``).
+        preset: ``small`` or ``paper``.
+        overrides: config fields replacing the preset's (validated; unknown keys are errors).
+        out: the results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``).
+        force: recompute stored runs instead of reading them.
+
+    Returns:
+        The outcome: claims (each with value, target and verdict), the ``--json`` summary, the
+        figure's path, the ids of every run used, and the results and measurements themselves.
+    """
     exp, config = experiment_config(name, preset, overrides or {})
     start = time.perf_counter()
     store = Store(out)
