@@ -3,8 +3,8 @@ entry-point group (:mod:`attndyn.core.registry`); ``attndyn list`` shows them.
 
 This package holds the framework only: the contract (:mod:`.base`) and the runner
 (:mod:`.runner`). The experiments live in one subpackage per model family
-(``experiments/<family>/<claim>.py``);
-measured values and timings are in docs/experiments.md."""
+(``experiments/<family>/<claim>.py``); their measured values and timings are in
+docs/experiments.md."""
 
 from __future__ import annotations
 
