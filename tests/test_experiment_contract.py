@@ -65,6 +65,8 @@ def test_extra_checks_join_the_target_and_the_verdict():
     assert claim.passed is False
     ok = Claim.holds("c", "s", -1.0, Check.compare("|Γ|", 1.0, ">", 1e-6))
     assert ok.passed and ok.value == -1.0 and ok.target == "|Γ| > 1e-06"
+    with pytest.raises(ValueError, match="no condition"):
+        Claim.holds("c", "s", 1.0)
 
 
 def test_as_dict_writes_non_finite_values_as_none():

@@ -80,11 +80,11 @@ class Claim:
     ci_high: float | None = None
 
     @classmethod
-    def holds(
-        cls, name: str, statement: str, value: Any, *checks: Check, target: str | None = None
-    ) -> Claim:
-        """Passes when every check passes; ``target`` defaults to the checks' texts."""
-        text = target if target is not None else " and ".join(c.text for c in checks)
+    def holds(cls, name: str, statement: str, value: Any, *checks: Check) -> Claim:
+        """Passes when every check passes; the target is the checks' texts joined by "and"."""
+        if not checks:
+            raise ValueError(f"claim {name!r} states no condition")
+        text = " and ".join(c.text for c in checks)
         return cls(name, statement, _number(value), text, all(c.passed for c in checks))
 
     @classmethod
