@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attndyn.core.trajectory import make_trajectory
-from attndyn.experiments.circuits_lr_ratio import mass_at_loss
+from attndyn.experiments.circuits.lr_ratio import mass_at_loss
 
 
 def attndyn(*args, timeout=600):

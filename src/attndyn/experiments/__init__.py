@@ -1,5 +1,10 @@
 """Experiments: one class per published claim, found through the ``attndyn.experiments``
-entry-point group (:mod:`attndyn.core.registry`); ``attndyn list`` shows them."""
+entry-point group (:mod:`attndyn.core.registry`); ``attndyn list`` shows them.
+
+This package holds the framework only: the contract (:mod:`.base`) and the runner
+(:mod:`.runner`). The experiments live in one subpackage per model family
+(``experiments/<family>/<claim>.py``); their measured values and timings are in
+docs/experiments.md."""
 
 from __future__ import annotations
 

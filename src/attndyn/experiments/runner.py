@@ -1,4 +1,5 @@
-"""Run a registered experiment: preset + overrides → runs, claims, figure, stored record."""
+"""Run a registered experiment: preset + overrides → run → measure → claims → figure, and the
+stored record."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ PRESETS = ("small", "paper")
 
 @dataclass
 class ExperimentOutcome:
+    """What :func:`run_experiment` returns; ``as_json()`` is the ``--json`` record."""
+
     experiment: str
     preset: str
     config: dict[str, Any]
@@ -28,10 +31,12 @@ class ExperimentOutcome:
     summary: dict[str, Any]
     figure: Path
     results: dict[str, Any] = field(repr=False, default_factory=dict)
+    measurements: dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.claims)
+        """Every claim passed (zero claims is a failure)."""
+        return bool(self.claims) and all(c.passed for c in self.claims)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -68,25 +73,39 @@ def run_experiment(
     out=None,
     force: bool = False,
 ) -> ExperimentOutcome:
-    """Run, evaluate the claims, draw the figure and store the experiment's record."""
+    """Run, measure, evaluate the claims, draw the figure and store the experiment's record.
+
+    Args:
+        name: a registered experiment (``attndyn list``).
+        preset: ``small`` or ``paper``.
+        overrides: config fields replacing the preset's (validated; unknown keys are errors).
+        out: the results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``).
+        force: recompute stored runs instead of reading them.
+
+    Returns:
+        The outcome: claims (each with value, target and verdict), the ``--json`` summary, the
+        figure's path, the ids of every run used, and the results and measurements themselves.
+    """
     exp, config = experiment_config(name, preset, overrides or {})
     start = time.perf_counter()
     store = Store(out)
     ctx = RunContext(store=store, force=force)
     results = exp.run(config, ctx)
-    claims = exp.claims(results)
+    measurements = exp.measure(config, results)
+    claims = exp.claims(config, measurements)
     cfg = json.loads(config.model_dump_json())
     key = experiment_key(name, preset, config)
-    figure = exp.figure(results, store.root / "figures" / f"{key}.png")
+    figure = exp.figure(config, results, measurements, store.root / "figures" / f"{key}.png")
     outcome = ExperimentOutcome(
         experiment=name,
         preset=preset,
         config=cfg,
         run_ids=list(dict.fromkeys(ctx.run_ids)),
         claims=claims,
-        summary=exp.summary(results),
+        summary=exp.summary(measurements),
         figure=figure,
         results=results,
+        measurements=measurements,
     )
     store.write_experiment(
         outcome.as_json() | {"config": cfg}, key, wall_s=time.perf_counter() - start

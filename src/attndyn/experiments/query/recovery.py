@@ -1,13 +1,13 @@
-"""``query-recovery`` (arXiv 2606.22406, Truong; reconstruction of the digest
-``research/softmax_query.md``, theory in docs/query-theory.md): a single softmax-attention query
-learned by projected stochastic gradient ascent on ‖a(q; X)‖² recovers the latent signal
-direction up to its sign, against many nuisance tokens and at weak signal, and the SGA iterates
-follow the limiting ODE ṁ = (1 − m²)Φ'(m).
+"""``query-recovery`` (arXiv 2606.22406, Truong; a reconstruction, theory in
+docs/query-theory.md): a single softmax-attention query learned by projected stochastic gradient
+ascent on ‖a(q; X)‖² recovers the latent signal direction up to its sign, against many nuisance
+tokens and at weak signal, and the SGA iterates follow the limiting ODE ṁ = (1 − m²)Φ'(m)
+(docs/query-theory.md §2, ODE-S).
 
-The paper's body was not available. Its reported numbers come from a summary site only [S]:
-"mean final alignment of 0.9965 across 30 runs, even when facing 10000 nuisance tokens or weak
-signal strengths like θ = 0.25" (d, n_I, budget and step sizes unknown). The claims below are
-the qualitative form of that statement (digest V1, V2, S6–S8); the value 0.9965 is not asserted.
+The paper's body was not available. Its abstract-level summary reports a "mean final alignment of
+0.9965 across 30 runs, even when facing 10000 nuisance tokens or weak signal strengths like
+θ = 0.25" (d, n_I, budget and step sizes unknown). The claims below are the qualitative form of
+that statement; the value 0.9965 is not asserted.
 
 Conventions (docs/query-theory.md §5): noise N(0, I_d/d) (``noise_scaling=inv_d``, tokens of norm
 ≈ √(θ² + 1)), β = 6, ξ a sign per sequence, query on the unit sphere, random initial queries
@@ -15,7 +15,7 @@ Conventions (docs/query-theory.md §5): noise N(0, I_d/d) (``noise_scaling=inv_d
 while its signal is βθ, and θ = 0.25 could not stand out against 10⁴ nuisance tokens at all
 (the largest nuisance score is ≈ 4.3β). β = 6 balances a fast escape from the equator (Φ''(0))
 against the gradient noise at the pole (which sets the Robbins–Monro residual
-1 − |m| ≈ η_k E‖P_⊥ĝ‖²/(4Φ'(1)), docs §2).
+1 − |m| ≈ η_k E‖P_⊥ĝ‖²/(4Φ'(1)), :mod:`attndyn.models.query.theory.plateau`).
 
 Cases (30 seeds each, random initial queries, Robbins–Monro η_k = η₀ k₀/(k + k₀)):
 - ``nuisance``: n_N = 10 000, n_I = 200 (2 % informative), θ = 1;
@@ -41,42 +41,16 @@ Claims:
   measured at q = u from the simulator's gradient, Φ'(1) from the theory) within
   [1/``plateau_band``, ``plateau_band``] at the smallest η.
 
-Samplers: the ``nuisance`` and ``weak`` runs use ``sampler`` (default ``reduced``: C's exact
+Samplers: the ``nuisance`` and ``weak`` runs use ``sampler`` (default ``reduced``: the exact
 O(n)-scalar sampler of the (α, b) chain, docs/query-reduced-sampler.md); ``tracking`` and
 ``plateau`` always use the full d-dimensional sampler, so every claim about the ODE is tested on
 the full simulator.
 
-Theory at the tracking law (d = 32, β = 6, θ = 1, n_I = 20, n_N = 200; 4096 draws): Φ''(0) =
-1.39, Φ'(1) = 0.349 (m = 0 unstable, ±1 stable, no interior fixed point); Chebyshev fit error
-2e-14, Monte Carlo s.e. of Φ̂ 0.0017 and of the ODE right-hand side 0.0034. At the other laws
-(1024 draws): n_N = 10⁴, n_I = 200: Φ''(0) = 0.14, Φ'(1) = 0.80; θ = 0.25: Φ''(0) = 0.029,
-Φ'(1) = 0.046 — the weak case escapes the equator ~50× more slowly, hence its larger budget.
-
-Measured (small preset, 88 s wall with a cold JAX cache, 22 s warm, on two shared cores at load
-4.3–5.3; all claims pass):
-- nuisance: mean final |m| = 0.9972 (min 0.9949) with n_N = 10⁴, 500 steps (reduced sampler);
-- weak (θ = 0.25): 0.9956 (min 0.9925), 2000 steps × batch 4;
-- signs: 35 → +u, 25 → −u of 60 (binomial p = 0.245);
-- SGA–ODE sup-gap (seed mean, 8 seeds): 0.184, 0.135, 0.076, 0.061 at η = 0.1, 0.05, 0.025,
-  0.0125 (≈ √η at first, then slower: the escape phase amplifies per-seed noise); the seed-mean
-  trajectory's sup-gap 0.112, 0.076, 0.023, 0.022. The tolerance 0.1 at η = 0.0125 is the
-  measured 0.061 with margin for the 8-seed estimate (its seed-to-seed spread is ±25%);
-- constant step: plateau 1 − |m| = 0.079 ± 0.003 (η = 0.2), 0.027 ± 0.002 (η = 0.05), ratio
-  0.34 (leading order 0.25); predicted η E‖P_⊥ĝ‖²/(4Φ'(1)) = 0.141, 0.035 (measured/predicted
-  0.56, 0.77: the prediction is first order in η).
-
-Presets: ``small`` as above. ``paper``: d = 128, the full d-dimensional sampler for every case,
-1000 steps for the nuisance case; the weak case 8000 steps × batch 4 with η₀ = 4, k₀ = 100
-(ODE time 1760): at d = 128 the weak landscape is flatter (Φ''(0) = 0.012, Φ'(1) = 0.019 against
-0.029, 0.046 at d = 32), and with the small preset's weak budget (ODE time 440) the paper run
-left 2 of 30 seeds near the equator (mean 0.927, min 0.008; the ODE from the seeds' own starts
-predicted the shortfall: its mean alignment was 0.97 at the end); 30 tracking seeds, η down to
-0.00625, 16384 Monte Carlo draws, the ODE overlaid on the recovery cases.
-Measured (paper preset, about 20 minutes on two shared CPU cores at load ≈ 4, the
-nuisance case ≈ 4·10¹⁰ Gaussian draws being most of it; all claims pass): nuisance mean final
-|m| = 0.9998 (min 0.9997); weak 0.9997 (min 0.9996); 30 → +u, 30 → −u; SGA–ODE sup-gap 0.172,
-0.127, 0.074, 0.052, 0.039 at η = 0.1 … 0.00625 (mean trajectory 0.072 … 0.0038); plateau
-0.0210, 0.0113, 0.0060 at η = 0.2, 0.1, 0.05 against the prediction 0.0258, 0.0129, 0.0065.
+Presets: ``small`` as above; ``paper``: d = 128, the full sampler for every case, 1000 steps for
+the nuisance case, the weak case 8000 steps × batch 4 with η₀ = 4, k₀ = 100 (at d = 128 the weak
+landscape is flatter), 30 tracking seeds, η down to 0.00625, 16384 Monte Carlo draws, the ODE
+overlaid on the recovery cases. Theory constants at each law, measured values and timings:
+docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -87,8 +61,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.experiments.base import Claim, Experiment, ExperimentConfig, RunContext
+from attndyn.experiments.base import Check, Claim, Experiment, ExperimentConfig, RunContext
 from attndyn.report.figures import save_figure
+
+PLATEAU_Z = 5.0  # the plateau gap exceeds this many standard errors at every η
 
 
 class Config(ExperimentConfig):
@@ -224,27 +200,6 @@ def plateau_values(config: Config, eta: float) -> dict[str, Any]:
     return _constant_step_values(config, eta, config.plateau_time, config.plateau_init, 41)
 
 
-def pole_noise(config: Config) -> float:
-    """E‖P_⊥ĝ‖² at q = u (batch 1) from the simulator's analytic gradient (``grad_samples``
-    samples of the tracking law), the numerator of the plateau prediction (docs §2)."""
-    import jax
-    import jax.numpy as jnp
-
-    from attndyn.models.query import Config as QC
-    from attndyn.models.query import model, token_spec
-
-    qc = QC(**{**plateau_values(config, 0.1), "dtype": "float64"})
-    spec = token_spec(qc, 1)
-    with jax.enable_x64(True):
-        u = jnp.zeros(config.d, jnp.float64).at[0].set(1.0)
-        keys = jax.random.split(jax.random.PRNGKey(12345), config.grad_samples)
-        grads = jax.jit(
-            lambda ks: jax.lax.map(lambda k: model.sample_objective_and_grad(u, k, u, spec)[1], ks)
-        )(keys)
-        g = np.asarray(grads)
-    return float(np.mean(np.sum(g[:, 1:] ** 2, axis=1)))
-
-
 class QueryRecovery(Experiment):
     name = "query-recovery"
     description = (
@@ -271,9 +226,11 @@ class QueryRecovery(Experiment):
     }
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
+        from attndyn.models.query import Config as QueryConfig
         from attndyn.models.query.theory import QueryTheoryConfig, phi_fit
+        from attndyn.models.query.theory.plateau import pole_noise
 
-        out: dict[str, Any] = {"config": config, "sims": {}, "theory": {}}
+        out: dict[str, Any] = {"sims": {}, "theory": {}}
         for case in ("nuisance", "weak"):
             values = recovery_values(config, case)
             out["sims"][case] = ctx.simulate("query", **values)
@@ -296,14 +253,17 @@ class QueryRecovery(Experiment):
         out["phi_slope_pole"] = float(fit.dphi(1.0))
         out["phi_curv_equator"] = float(fit.d2phi(0.0))
         out["fit"] = {"mc_se": fit.mc_se, "mc_se_rhs": fit.mc_se_rhs, "fit_error": fit.fit_error}
-        out["pole_noise"] = pole_noise(config)
+        law = QueryConfig(**{**plateau_values(config, 0.1), "dtype": "float64"})
+        out["pole_noise"] = pole_noise(law, config.grad_samples)
         return out
 
     # -----------------------------------------------------------------------------------------
-    def measurements(self, results: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         from scipy.stats import binomtest
 
-        config, sims, theory = results["config"], results["sims"], results["theory"]
+        from attndyn.models.query.theory.plateau import plateau_gap
+
+        sims, theory = results["sims"], results["theory"]
         m: dict[str, Any] = {}
         signs = []
         for case in ("nuisance", "weak"):
@@ -340,89 +300,83 @@ class QueryRecovery(Experiment):
             per_seed = 1.0 - half.mean(axis=1)
             plateau[eta] = float(per_seed.mean())
             plateau_se[eta] = float(per_seed.std(ddof=1) / np.sqrt(len(per_seed)))
-            predicted[eta] = eta * results["pole_noise"] / (4 * results["phi_slope_pole"])
+            predicted[eta] = plateau_gap(eta, results["pole_noise"], results["phi_slope_pole"])
         m["plateau"], m["plateau_se"], m["plateau_predicted"] = plateau, plateau_se, predicted
         pe = config.plateau_etas
         m["plateau_ratio"] = plateau[pe[-1]] / plateau[pe[0]]
         m["plateau_z"] = min(plateau[e] / max(plateau_se[e], 1e-300) for e in pe)
         m["plateau_theory_ratio"] = plateau[pe[-1]] / predicted[pe[-1]]
+        for key in ("phi_slope_pole", "phi_curv_equator", "pole_noise", "fit"):
+            m[key] = results[key]
         return m
 
-    def claims(self, results: dict[str, Any]) -> list[Claim]:
-        config = results["config"]
-        m = self.measurements(results)
+    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
         etas, pe = config.track_etas, config.plateau_etas
         n = m["n_plus"] + m["n_minus"]
-        band = config.plateau_band
         return [
-            Claim(
+            Claim.at_least(
                 "nuisance-recovery",
                 f"mean final |m| over {config.seeds} seeds, n_N = {config.n_nuisance}, "
                 f"n_I = {config.n_informative}, θ = {config.theta}, d = {config.d}, "
                 f"{config.steps} steps (min {m['nuisance_min']:.4f})",
                 m["nuisance_mean"],
-                f">= {config.target}",
-                m["nuisance_mean"] >= config.target,
+                config.target,
             ),
-            Claim(
+            Claim.at_least(
                 "weak-recovery",
                 f"mean final |m| over {config.seeds} seeds, θ = {config.weak_theta}, "
                 f"n_N = {config.weak_n_nuisance}, {config.weak_steps} steps × batch "
                 f"{config.weak_batch} (min {m['weak_min']:.4f})",
                 m["weak_mean"],
-                f">= {config.target}",
-                m["weak_mean"] >= config.target,
+                config.target,
             ),
-            Claim(
+            Claim.above(
                 "sign-split",
                 f"two-sided binomial p of {m['n_plus']} runs → +u, {m['n_minus']} → −u "
                 f"(of {n}, both cases)",
                 m["split_p"],
-                f"> {config.split_p}",
-                m["split_p"] > config.split_p,
+                config.split_p,
             ),
-            Claim(
+            Claim.at_most(
                 "ode-tracking",
                 f"constant η = {etas[-1]}, m₀ = {config.track_init}: seed mean of "
                 f"sup_(t ≤ {config.track_time}) |m_k − m(t_k)| against ṁ = (1 − m²)Φ'(m) "
                 f"({config.track_seeds} seeds; sup-gap of their mean trajectory "
                 f"{m['mean_gaps'][etas[-1]]:.4f})",
                 m["gaps"][etas[-1]],
-                f"<= {config.track_tolerance}",
-                m["gaps"][etas[-1]] <= config.track_tolerance,
+                config.track_tolerance,
             ),
-            Claim(
+            Claim.at_most(
                 "ode-gap-shrinks",
                 "SGA–ODE gap at η = "
                 + ", ".join(f"{e}: {m['gaps'][e]:.4f}" for e in etas)
-                + f"; ratio smallest/largest η (decreasing at every step: {m['gap_monotone']})",
+                + "; ratio smallest/largest η",
                 m["gap_ratio"],
-                f"<= {config.shrink_ratio} and decreasing",
-                m["gap_ratio"] <= config.shrink_ratio and m["gap_monotone"],
+                config.shrink_ratio,
+                Check("decreasing at every step", m["gap_monotone"]),
             ),
-            Claim(
+            Claim.at_most(
                 "constant-plateau",
                 "constant step: 1 − |m| over the second half = "
                 + ", ".join(f"{m['plateau'][e]:.4f}±{m['plateau_se'][e]:.4f} (η={e})" for e in pe)
-                + f"; min z = {m['plateau_z']:.1f} (≥ 5); ratio smallest/largest η",
+                + f"; min z = {m['plateau_z']:.1f}; ratio smallest/largest η",
                 m["plateau_ratio"],
-                f"<= {config.plateau_ratio} with z >= 5",
-                m["plateau_ratio"] <= config.plateau_ratio and m["plateau_z"] >= 5,
+                config.plateau_ratio,
+                Check.compare("min z", m["plateau_z"], ">=", PLATEAU_Z),
             ),
-            Claim(
+            Claim.between(
                 "plateau-theory",
                 f"η = {pe[-1]}: plateau 1 − |m| over η E‖P_⊥ĝ‖²/(4Φ'(1)) = "
-                f"{m['plateau_predicted'][pe[-1]]:.4f} (E‖P_⊥ĝ‖² = {results['pole_noise']:.3f}, "
-                f"Φ'(1) = {results['phi_slope_pole']:.3f})",
+                f"{m['plateau_predicted'][pe[-1]]:.4f} (E‖P_⊥ĝ‖² = {m['pole_noise']:.3f}, "
+                f"Φ'(1) = {m['phi_slope_pole']:.3f})",
                 m["plateau_theory_ratio"],
-                f"in [{1 / band:.2f}, {band}]",
-                1 / band <= m["plateau_theory_ratio"] <= band,
+                1 / config.plateau_band,
+                config.plateau_band,
             ),
         ]
 
-    def summary(self, results: dict[str, Any]) -> dict[str, Any]:
-        m = self.measurements(results)
-        etas = results["config"].track_etas
+    def summary(self, m: dict[str, Any]) -> dict[str, Any]:
+        etas = list(m["gaps"])
         return {
             "mean_final_alignment": m["nuisance_mean"],
             "mean_final_alignment_weak": m["weak_mean"],
@@ -435,17 +389,18 @@ class QueryRecovery(Experiment):
             "ode_gaps_mean_trajectory": {str(k): v for k, v in m["mean_gaps"].items()},
             "plateau": {str(k): v for k, v in m["plateau"].items()},
             "plateau_predicted": {str(k): v for k, v in m["plateau_predicted"].items()},
-            "phi_slope_pole": results["phi_slope_pole"],
-            "phi_curvature_equator": results["phi_curv_equator"],
-            "pole_noise": results["pole_noise"],
-            "fit": results["fit"],
+            "phi_slope_pole": m["phi_slope_pole"],
+            "phi_curvature_equator": m["phi_curv_equator"],
+            "pole_noise": m["pole_noise"],
+            "fit": m["fit"],
         }
 
-    def figure(self, results: dict[str, Any], path: Path) -> Path:
+    def figure(
+        self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
+    ) -> Path:
         import matplotlib.pyplot as plt
 
-        config, sims, theory = results["config"], results["sims"], results["theory"]
-        m = self.measurements(results)
+        sims, theory = results["sims"], results["theory"]
         fig, axes = plt.subplots(1, 3, figsize=(14, 4.0))
         ax = axes[0]
         for i, case in enumerate(("nuisance", "weak")):

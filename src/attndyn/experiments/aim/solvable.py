@@ -21,14 +21,14 @@ Claims (each with its measured value):
 - ``gap-shrinks-with-d``: that gap falls from the smallest to the largest d.
 
 The step size is α_d = lr/d² (``lr_scaling="d2"``): the SGD–flow gap has a deterministic Itô drift
-O(d α_d) (aim_d3_notes.md), which at α_d = c/(d log d) would fall only like 1/log d, and at a
+O(d α_d) (docs/aim-solvable.md), which at α_d = c/(d log d) would fall only like 1/log d, and at a
 fixed α_d would grow with d. The paper preset takes the figure's "learning rate 0.01, batch size
 512" read as a batch mean (α_d = 0.01/512 per sample at d = 400, docs/aim-solvable.md) and scales
 it as 1/d² to d = 100 and 200.
 
-Presets: ``small`` d = 64, 128, 4 seeds, float64 (35 s measured on two shared cores);
-``paper`` d = 100, 200, 400, batch 512, 4 seeds, float32 (3.6 minutes measured on two cores,
-3.3 of them SGD at d = 400; all claims pass, gaps 2.5× below the tolerances).
+Presets: ``small`` d = 64, 128, 4 seeds, float64; ``paper`` d = 100, 200, 400, batch 512, 4 seeds,
+float32. The SGD–flow tolerances are about twice the gaps measured with each preset; measured
+values and timings: docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.experiments.base import Claim, Experiment, ExperimentConfig, RunContext
+from attndyn.experiments.base import Check, Claim, Experiment, ExperimentConfig, RunContext
 from attndyn.report.figures import save_figure
 
 ORDERS = (1, 2, 3)
@@ -66,8 +66,8 @@ class Config(ExperimentConfig):
     order_tol: float = Field(0.1, gt=0, description="allowed |slope − N|")
     gap_tol: dict[int, dict[str, float]] = Field(
         {64: {"t_1": 0.01, "q_11": 0.03}, 128: {"t_1": 0.0025, "q_11": 0.009}},
-        description="sup_t |SGD mean − exact| allowed per d (measured with the small preset: "
-        "d = 64: 4.6e-3, 1.5e-2; d = 128: 1.1e-3, 4.3e-3; tolerance about 2×)",
+        description="sup_t |SGD mean − exact| allowed per d (about twice the small preset's "
+        "measured gaps, docs/experiments.md)",
     )
 
 
@@ -108,7 +108,7 @@ class AIMSolvable(Experiment):
             "batch": 512,
             "records": 60,
             "dtype": "float32",
-            "gap_tol": {  # measured: 1.1e-3, 4.4e-3; 9.6e-4, 3.4e-3; 5.6e-4, 1.9e-3
+            "gap_tol": {  # about twice the gaps measured with this preset (docs/experiments.md)
                 100: {"t_1": 0.003, "q_11": 0.011},
                 200: {"t_1": 0.0025, "q_11": 0.0085},
                 400: {"t_1": 0.0015, "q_11": 0.005},
@@ -150,7 +150,7 @@ class AIMSolvable(Experiment):
         for n in ORDERS:
             err = np.abs(truncation(n, mu0, t)["t_1"] - exact_short["t_1"])
             order[n] = float(np.polyfit(np.log(t), np.log(err), 1)[0])
-        return {"config": config, "runs": runs, "order": order}
+        return {"runs": runs, "order": order}
 
     @staticmethod
     def _gaps(run) -> dict[str, float]:
@@ -168,75 +168,72 @@ class AIMSolvable(Experiment):
         sgd = float(sim["t_1"].mean("seed").values[i])
         return {n: abs(float(run["trunc"][n]["t_1"][i]) - sgd) for n in ORDERS}
 
-    def claims(self, results: dict[str, Any]) -> list[Claim]:
-        config, runs, order = results["config"], results["runs"], results["order"]
-        out = []
-        for n in ORDERS:
-            out.append(
-                Claim(
-                    f"truncation-order-{n}",
-                    f"degree-{n} truncation of t_1 vs the exact flow: log–log slope of the "
-                    f"error on t ∈ [{config.order_window[0]:g}, {config.order_window[1]:g}]",
-                    order[n],
-                    f"{n} ± {config.order_tol}",
-                    abs(order[n] - n) <= config.order_tol,
-                )
+    def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+        runs = results["runs"]
+        gaps = {d: self._gaps(runs[d]) for d in config.d}
+        to_tol = {}
+        for d in config.d:
+            tol = config.gap_tol.get(d)
+            to_tol[d] = max(gaps[d][n] / tol[n] for n in GAP_NAMES) if tol else float("nan")
+        return {
+            "truncation_order": results["order"],
+            "gaps": gaps,
+            "gap_over_tolerance": to_tol,
+            "gap_ratio": max(gaps[config.d[-1]][n] / gaps[config.d[0]][n] for n in GAP_NAMES),
+            "short_time_errors": {d: self._short_errors(runs[d], config.t_short) for d in config.d},
+        }
+
+    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
+        out = [
+            Claim.within(
+                f"truncation-order-{n}",
+                f"degree-{n} truncation of t_1 vs the exact flow: log–log slope of the "
+                f"error on t ∈ [{config.order_window[0]:g}, {config.order_window[1]:g}]",
+                m["truncation_order"][n],
+                n,
+                config.order_tol,
             )
+            for n in ORDERS
+        ]
         d_big = config.d[-1]
-        errs = self._short_errors(runs[d_big], config.t_short)
-        improving = errs[1] > errs[2] > errs[3]
+        errs = m["short_time_errors"][d_big]
         out.append(
-            Claim(
+            Claim.holds(
                 "truncations-improve-with-N",
                 f"|t_1 truncation − SGD| at t ≈ {config.t_short:g}, d = {d_big}: N = 1, 2, 3 "
                 f"give {errs[1]:.2e}, {errs[2]:.2e}, {errs[3]:.2e} (value: N = 3)",
                 errs[3],
-                "decreasing in N",
-                improving,
+                Check("decreasing in N", errs[1] > errs[2] > errs[3]),
             )
         )
-        gaps = {d: self._gaps(runs[d]) for d in config.d}
         for d in config.d:
-            tol = config.gap_tol.get(d)
-            worst = max(gaps[d][n] / tol[n] for n in GAP_NAMES) if tol else float("nan")
+            gaps = m["gaps"][d]
             out.append(
-                Claim(
+                Claim.below(
                     f"sgd-tracks-exact-d{d}",
                     f"d = {d}: sup_t |SGD mean − exact flow| for t_1, q_11 = "
-                    f"{gaps[d]['t_1']:.2e}, {gaps[d]['q_11']:.2e}; value: worst ratio to the "
-                    f"tolerance {tol}",
-                    worst,
-                    "< 1",
-                    bool(tol) and worst < 1,
+                    f"{gaps['t_1']:.2e}, {gaps['q_11']:.2e}; value: worst ratio to the "
+                    f"tolerance {config.gap_tol.get(d)}",
+                    m["gap_over_tolerance"][d],
+                    1,
                 )
             )
-        ratio = max(gaps[config.d[-1]][n] / gaps[config.d[0]][n] for n in GAP_NAMES)
         out.append(
-            Claim(
+            Claim.below(
                 "gap-shrinks-with-d",
                 f"SGD–exact gap at d = {config.d[-1]} over d = {config.d[0]} (worse of t_1, q_11)",
-                ratio,
-                "< 1",
-                ratio < 1,
+                m["gap_ratio"],
+                1,
             )
         )
         return out
 
-    def summary(self, results: dict[str, Any]) -> dict[str, Any]:
-        config, runs = results["config"], results["runs"]
-        return {
-            "truncation_order": {str(n): v for n, v in results["order"].items()},
-            "gaps": {str(d): self._gaps(runs[d]) for d in config.d},
-            "short_time_errors": {
-                str(d): {str(n): e for n, e in self._short_errors(runs[d], config.t_short).items()}
-                for d in config.d
-            },
-        }
-
-    def figure(self, results: dict[str, Any], path: Path) -> Path:
+    def figure(
+        self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
+    ) -> Path:
         import matplotlib.pyplot as plt
 
-        config, runs = results["config"], results["runs"]
+        runs = results["runs"]
         d = config.d[-1]
         run = runs[d]
         sim = run["sim"]

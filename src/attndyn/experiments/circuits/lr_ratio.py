@@ -1,48 +1,34 @@
-"""``circuits-lr-ratio`` (Vashisht & Ramaswamy, ICML 2026, Fig. 2 faster-QK rows; qkov.md §4,
-§7, validation target V6): the learning-rate ratio r = η_QK/η_OV sets how sharp attention is at
-a given loss, for collapsed (CACO) and factorised (FAFO) models, and an increasing-r schedule
-(the QK step multiplied by a linear ramp, base ratio 1) also sharpens.
+"""``circuits-lr-ratio`` (arXiv 2608.06776, Fig. 2 faster-QK rows): the learning-rate ratio
+r = η_QK/η_OV sets how sharp attention is at a given loss, for collapsed (CACO) and factorised
+(FAFO) models, and an increasing-r schedule (the QK step multiplied by a linear ramp, base ratio 1)
+also sharpens.
 
 Comparison at matched loss: the claims read the mean distinct-token attention mass at the first
 time a seed's test loss reaches the model's matched loss (``caco_loss_match`` 0.1,
 ``fafo_loss_match`` 0.01; interpolated linearly in log loss between record points, then averaged
-over seeds), as the reduced ODE is read at loss thresholds (qkov.md §5.1, Fig. 4); a run that never
-reaches it gives NaN and fails its claim. Claims, per model:
+over seeds), as the reduced flow is read at loss thresholds (Fig. 4, docs/circuits-theory.md §1);
+a run that never reaches it gives NaN and fails its claim. Claims, per model:
 - ``*-ratio-monotone``: that mass is non-decreasing along the ratios (smallest consecutive
   difference ≥ −``monotone_tolerance`` = 0.01, the seed-to-seed spread);
-- ``*-ratio-effect``: mass(largest r) − mass(r = 1) ≥ ``min_effect``;
+- ``*-ratio-effect``: mass(largest r) − mass(r = 1) ≥ ``min_effect`` (0.05: five times the largest
+  seed-to-seed difference of a matched-loss mass in the small preset, docs/experiments.md);
 - ``*-schedule-sharpens``: mass(ramp) − mass(constant r = 1) ≥ ``min_effect``;
 - ``*-matched-loss-reached``: the largest final test loss of the model's runs ≤ its matched loss.
-``min_effect`` = 0.05: five times the largest seed-to-seed difference of a matched-loss mass
-measured in the small preset (0.0096, FAFO r = 20). (It was first set to 0.1 before measuring;
-the CACO schedule effect then measured 0.0995.)
 
-Readings and the small preset (2 seeds; `--strict` measured 40 s wall at load 5.5 and 77 s at
-load 8 on the shared two-core machine):
-- CACO (PyTorch-default init, as ``Net_CACO``), seq_len 128 as in the notebooks' CACO runs:
-  η_OV = 0.3 for 7000 steps (η_OV·steps = 2100 ≈ the notebooks' 0.01 × 200,000), r ∈ {1, 5, 10},
-  ramp ×1 → ×10. SGD here follows one path in η·steps (at seq_len 64, r = 5 and 10 gave the same
-  matched-loss masses at η_OV = 0.1 and 0.3: 0.435/0.436 and 0.229/0.230), so the larger step
-  only shortens the run. Measured masses at loss 0.1: r = 1 0.445, r = 5 0.583, r = 10 0.657,
-  ramp 0.545; final fraction ≥ 0.6 at r = 5: 0.97 (paper: 97.6 %, loss 0.006; ours 0.007).
-  At seq_len 64 the trend is not monotone: r = 10 learns the query-token shortcut (the query id
-  identifies the class; it attends to itself) and ends with distinct mass 0.17, below the
-  uniform 0.349; see docs/circuits.md.
+Readings (docs/circuits.md):
+- CACO (PyTorch-default init, as the notebooks' ``Net_CACO``), seq_len 128 as in the notebooks'
+  CACO runs: η_OV = 0.3 for 7000 steps (η_OV·steps = 2100 ≈ the notebooks' 0.01 × 200,000),
+  r ∈ {1, 5, 10}, ramp ×1 → ×10. SGD here follows one path in η·steps, so the larger step only
+  shortens the run. At seq_len 64 the trend is not monotone: r = 10 learns the query-token
+  shortcut (the query id identifies the class; it attends to itself).
 - FAFO (all four matrices eye·1e-6, the CACO_FAFO notebook's init): η_OV = 0.3 for 4000 steps,
   r ∈ {1, 5, 20}, ramp ×1 → ×40. From eye·1e-6 the QK product (1e-12) leaves its saddle only
-  when QK is fast: r = 1 and 5 stay exactly uniform (0.349) at loss 0.01, r = 20 reaches 0.59,
-  the ramp 0.47.
+  when QK is fast.
 
 Paper preset: the notebook settings, η_OV = 0.01; CACO seq_len 128, 200,000 steps (2000 epochs
 × 100 batches), r ∈ {1, 2, 3, 4, 5, 10}, ramp ×1 → ×10; FAFO seq_len 64, 625,000 steps,
-r ∈ {1, 5, 20}, ramp ×1 → ×40; 5 seeds, 6400 test sequences: 7 CACO runs × 10⁶ and 4 FAFO runs
-× 3.1·10⁶ seed-steps; at the rates measured with half of the loaded two-core machine (CACO
-seq_len 128 4500, FAFO 3200 seed-steps/s) about 26 + 65 minutes. Measured for the CACO part
-(paper CACO settings, 5 seeds, with the FAFO part at its small-preset lr and steps:
-``--preset paper --set fafo_lr=0.3 --set fafo_steps=4000``; niced, load ≈ 4–5): 1077 s, every
-claim passes. CACO masses at loss 0.1 for r = 1, 2, 3, 4, 5, 10: 0.445, 0.494, 0.531, 0.561,
-0.586, 0.672, ramp 0.548; r = 5 ends at loss 0.0061 with 98.0 % of sequences ≥ 0.6 (notebook:
-0.006, 97.6 %); the ramp ×1→×10 at 0.0070 with 97.7 % (notebook: 0.007, 97.4 %).
+r ∈ {1, 5, 20}, ramp ×1 → ×40; 5 seeds, 6400 test sequences. Measured values and timings:
+docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -172,91 +158,82 @@ class CircuitsLRRatio(Experiment):
                 **settings,
                 **base,
             )
-        return {"config": config, "sims": sims}
+        return {"sims": sims}
 
-    def _masses(self, results) -> dict[tuple[str, str], float]:
-        config = results["config"]
-        return {k: mass_at_loss(v, _loss_match(config, k[0])) for k, v in results["sims"].items()}
-
-    def claims(self, results: dict[str, Any]) -> list[Claim]:
-        config, sims = results["config"], results["sims"]
-        masses = self._masses(results)
-        out = []
+    def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+        sims = results["sims"]
+        masses = {k: mass_at_loss(v, _loss_match(config, k[0])) for k, v in sims.items()}
+        rows = [
+            {
+                "model": model,
+                "run": run,
+                "mass_at_matched_loss": masses[(model, run)],
+                "final_loss": float(traj["loss"].isel(time=-1).mean("seed")),
+                "final_attn_distinct": float(traj["attn_distinct"].isel(time=-1).mean("seed")),
+                "final_frac_sharp": float(traj["frac_sharp"].isel(time=-1).mean("seed")),
+                "final_accuracy": float(traj["accuracy"].isel(time=-1).mean("seed")),
+                "diverged_seeds": int(traj["diverged"].sum()),
+            }
+            for (model, run), traj in sims.items()
+        ]
+        models = {}
         for model in MODELS:
-            level = _loss_match(config, model)
+            seq = [masses[(model, f"r={r:g}")] for r in _ratios(config, model)]
+            models[model] = {
+                "smallest_step": float(np.min(np.diff(seq))),
+                "effect": seq[-1] - seq[0],
+                "schedule_effect": masses[(model, "ramp")] - masses[(model, "r=1")],
+                "largest_final_loss": max(
+                    float(t["loss"].isel(time=-1).max("seed"))
+                    for k, t in sims.items()
+                    if k[0] == model
+                ),
+            }
+        loss_match = {model: _loss_match(config, model) for model in MODELS}
+        return {"loss_match": loss_match, "models": models, "runs": rows}
+
+    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
+        out = []
+        for model, x in m["models"].items():
+            level = m["loss_match"][model]
             ratios = _ratios(config, model)
-            seq = [masses[(model, f"r={r:g}")] for r in ratios]
-            diffs = np.diff(seq)
-            worst = float(np.min(diffs))
             shown = ", ".join(f"{r:g}" for r in ratios)
-            out.append(
-                Claim(
+            out += [
+                Claim.at_least(
                     f"{model.lower()}-ratio-monotone",
                     f"{model}: smallest increase of mean distinct mass at test loss {level:g} "
                     f"along r = {shown}",
-                    worst,
-                    f">= -{config.monotone_tolerance:g}",
-                    bool(worst >= -config.monotone_tolerance),
-                )
-            )
-            effect = seq[-1] - seq[0]
-            out.append(
-                Claim(
+                    x["smallest_step"],
+                    -config.monotone_tolerance,
+                ),
+                Claim.at_least(
                     f"{model.lower()}-ratio-effect",
                     f"{model}: mass at loss {level:g}, r = {ratios[-1]:g} minus r = {ratios[0]:g}",
-                    effect,
-                    f">= {config.min_effect:g}",
-                    bool(effect >= config.min_effect),
-                )
-            )
-            ramp = masses[(model, "ramp")] - masses[(model, "r=1")]
-            out.append(
-                Claim(
+                    x["effect"],
+                    config.min_effect,
+                ),
+                Claim.at_least(
                     f"{model.lower()}-schedule-sharpens",
                     f"{model}: mass at loss {level:g}, QK ramp ×1→×{_ramp_end(config, model):g} "
                     "minus constant r = 1",
-                    ramp,
-                    f">= {config.min_effect:g}",
-                    bool(ramp >= config.min_effect),
-                )
-            )
-            final = max(
-                float(t["loss"].isel(time=-1).max("seed")) for k, t in sims.items() if k[0] == model
-            )
-            out.append(
-                Claim(
+                    x["schedule_effect"],
+                    config.min_effect,
+                ),
+                Claim.at_most(
                     f"{model.lower()}-matched-loss-reached",
                     f"{model}: largest final test loss over its runs and seeds",
-                    final,
-                    f"<= {level:g}",
-                    final <= level,
-                )
-            )
+                    x["largest_final_loss"],
+                    level,
+                ),
+            ]
         return out
 
-    def summary(self, results: dict[str, Any]) -> dict[str, Any]:
-        masses = self._masses(results)
-        rows = []
-        for (model, run), traj in results["sims"].items():
-            rows.append(
-                {
-                    "model": model,
-                    "run": run,
-                    "mass_at_matched_loss": masses[(model, run)],
-                    "final_loss": float(traj["loss"].isel(time=-1).mean("seed")),
-                    "final_attn_distinct": float(traj["attn_distinct"].isel(time=-1).mean("seed")),
-                    "final_frac_sharp": float(traj["frac_sharp"].isel(time=-1).mean("seed")),
-                    "final_accuracy": float(traj["accuracy"].isel(time=-1).mean("seed")),
-                    "diverged_seeds": int(traj["diverged"].sum()),
-                }
-            )
-        config = results["config"]
-        return {"loss_match": {m: _loss_match(config, m) for m in MODELS}, "runs": rows}
-
-    def figure(self, results: dict[str, Any], path: Path) -> Path:
+    def figure(
+        self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
+    ) -> Path:
         import matplotlib.pyplot as plt
 
-        config, sims = results["config"], results["sims"]
+        sims = results["sims"]
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
         for ax, model in zip(axes, MODELS, strict=True):
             runs = [f"r={r:g}" for r in _ratios(config, model)] + ["ramp"]

@@ -1,30 +1,31 @@
-"""``circuits-ode`` (arXiv 2608.06776, Fig. 4; digest qkov.md §5.1, §7): the reduced two-scalar
-gradient flow of the QK and OV circuits for r = η_QK/η_OV ∈ {0.01, 0.1, 1, 10, 100}.
+"""``circuits-ode`` (arXiv 2608.06776, Fig. 4 and §5.1): the reduced two-scalar gradient flow of
+the QK and OV circuits for r = η_QK/η_OV ∈ {0.01, 0.1, 1, 10, 100}.
 
-The flow (:mod:`attndyn.models.circuits.theory.reduced`) is integrated with DOP853 (float64,
-rtol 1e-10) from μ_OV = μ_QK = 0 until the loss reaches 1e-4, with events at loss thresholds;
-Fig. 4's constants m = 5, n = 50, b = 50, M = 20, η_OV = 1.
+The flow (:mod:`attndyn.models.circuits.theory.reduced`, docs/circuits-theory.md §1) is integrated
+with DOP853 (float64, rtol 1e-10) from μ_OV = μ_QK = 0 until the loss reaches 1e-4, with events at
+loss thresholds; Fig. 4's constants m = 5, n = 50, b = 50, M = 20, η_OV = 1.
 
 Claims:
 
 - ``published-r<r>`` (r = 0.01, 0.1): α at L = 1, 1e-1, 1e-2, 1e-3, 1e-4 and μ_OV, μ_QK at
-  L = 1e-4 equal the authors' notebook output (qkov.md §7, three decimals) to within half a unit
-  of the third decimal; value: the largest deviation;
+  L = 1e-4 equal the output of the authors' Fig. 4 notebook (three decimals, quoted in
+  docs/circuits-theory.md §1) to within half a unit of the third decimal; value: the largest
+  deviation;
 - ``alpha-increases-with-r``: α at L = 1e-4 increases strictly with r (faster QK learning
   sharpens attention); value: the smallest step between consecutive r;
 - ``ov-decreases-with-r``: μ_OV at L = 1e-4 decreases strictly with r (less OV growth at the same
   loss: faster QK changes the learned solution, not only the speed); value: the smallest step;
 - ``path-depends-on-r-only``: rerunning with both learning rates multiplied by ``scale`` gives
   the same (μ_OV, μ_QK, α) at every threshold (value: the largest relative difference, target
-  < 1e-6, digest V3), while the crossing times divide by ``scale``.
+  < 1e-6), while the crossing times divide by ``scale`` (the flow depends on the rates only
+  through r and the time unit).
 
-``--json`` summary: ``crossings``, a list of {ratio, loss, mu_ov, mu_qk, alpha, time, tau} for
-each r and each threshold 1, 1e-1, …, 1e-4 (time: gradient-flow time with η_OV = 1; tau =
-t·min(η_OV, η_QK), the notebook's axis). Figure: μ_OV, μ_QK, loss and α against log10(1 + t),
-and (μ_OV, μ_QK, α) at the first crossing of 50 log-spaced thresholds from 1 to 1e-4, as Fig. 4.
-
-Presets: ``small`` and ``paper`` are the same (the flow costs well under a second per r;
-measured: the small preset runs in about 3 s on two shared cores).
+``--json`` summary: the measurements, among them ``crossings``, a list of {ratio, loss, mu_ov,
+mu_qk, alpha, time, tau} for each r and each threshold 1, 1e-1, …, 1e-4 (time: gradient-flow
+time with η_OV = 1; tau = t·min(η_OV, η_QK), the notebook's axis). Figure: μ_OV, μ_QK, loss and α
+against log10(1 + t), and (μ_OV, μ_QK, α) at the first crossing of 50 log-spaced thresholds from 1
+to 1e-4, as Fig. 4. Presets ``small`` and ``paper`` are the same; measured values and timings are
+in docs/experiments.md.
 """
 
 from __future__ import annotations
@@ -35,16 +36,18 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from attndyn.experiments.base import Claim, Experiment, ExperimentConfig, RunContext
+from attndyn.experiments.base import Check, Claim, Experiment, ExperimentConfig, RunContext
 from attndyn.report.figures import save_figure
 
-# qkov.md §7 (notebook output of Fig-4 Code/Simulated_Differential_equations.ipynb, three
-# decimals): α at L = 1, 1e-1, 1e-2, 1e-3, 1e-4, and μ_OV, μ_QK at L = 1e-4
+# output of the authors' notebook Fig-4 Code/Simulated_Differential_equations.ipynb (arXiv
+# 2608.06776, three decimals; docs/circuits-theory.md §1): α at L = 1, 1e-1, 1e-2, 1e-3, 1e-4,
+# and μ_OV, μ_QK at L = 1e-4
 PUBLISHED = {
     0.01: {"alpha": (0.096, 0.108, 0.122, 0.135, 0.149), "mu_ov": 81.669, "mu_qk": 0.559},
     0.1: {"alpha": (0.122, 0.174, 0.214, 0.252, 0.287), "mu_ov": 42.282, "mu_qk": 1.395},
 }
 TABLE_THRESHOLDS = (1.0, 1e-1, 1e-2, 1e-3, 1e-4)
+TIME_SCALING_TOL = 1e-6  # crossing times × scale vs the unscaled ones (relative)
 
 
 class Config(ExperimentConfig):
@@ -122,7 +125,6 @@ class CircuitsODE(Experiment):
                 rtol=config.rtol,
             ).crossings
         return {
-            "config": config,
             "trajectories": trajectories,
             "crossings": crossings,
             "scaled": scaled,
@@ -133,25 +135,17 @@ class CircuitsODE(Experiment):
     def _at(rows: list[dict], loss: float) -> dict:
         return min(rows, key=lambda row: abs(np.log(row["loss"]) - np.log(loss)))
 
-    def table(self, results: dict[str, Any]) -> list[dict[str, float]]:
-        """The crossings at 1, 1e-1, …, 1e-4 for every r (the ``--json`` ``crossings``)."""
-        out = []
-        for rows in results["crossings"].values():
+    def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+        crossings = results["crossings"]
+        table = []
+        for rows in crossings.values():
             for th in TABLE_THRESHOLDS:
-                if th < results["config"].stop_loss:
+                if th < config.stop_loss:
                     continue
                 row = self._at(rows, th)
-                out.append(
-                    {
-                        k: float(row[k])
-                        for k in ("ratio", "loss", "mu_ov", "mu_qk", "alpha", "time", "tau")
-                    }
-                )
-        return out
-
-    def claims(self, results: dict[str, Any]) -> list[Claim]:
-        config, crossings = results["config"], results["crossings"]
-        out = []
+                keys = ("ratio", "loss", "mu_ov", "mu_qk", "alpha", "time", "tau")
+                table.append({k: float(row[k]) for k in keys})
+        published = {}
         for r, ref in PUBLISHED.items():
             if r not in crossings or config.stop_loss > 1e-4 or _differs(config):
                 continue
@@ -162,70 +156,78 @@ class CircuitsODE(Experiment):
             ]
             last = self._at(rows, 1e-4)
             dev += [abs(last["mu_ov"] - ref["mu_ov"]), abs(last["mu_qk"] - ref["mu_qk"])]
-            out.append(
-                Claim(
-                    f"published-r{r:g}",
-                    f"r = {r:g}: α at L = 1 … 1e-4 and μ_OV, μ_QK at 1e-4 vs the notebook's "
-                    f"values (qkov.md §7, 3 decimals); value: largest deviation",
-                    max(dev),
-                    f"<= {config.published_tol:g}",
-                    max(dev) <= config.published_tol,
-                )
-            )
+            published[r] = max(dev)
         final = [self._at(crossings[r], config.stop_loss) for r in config.ratios]
         a = [row["alpha"] for row in final]
         mu = [row["mu_ov"] for row in final]
-        da = min(y - x for x, y in zip(a, a[1:], strict=False))
-        dmu = min(x - y for x, y in zip(mu, mu[1:], strict=False))
-        rs = ", ".join(f"{r:g}" for r in config.ratios)
-        out.append(
-            Claim(
-                "alpha-increases-with-r",
-                f"α at L = {config.stop_loss:g} for r = {rs}: "
-                + ", ".join(f"{x:.3f}" for x in a)
-                + "; value: smallest increase between consecutive r",
-                da,
-                "> 0",
-                da > 0,
-            )
-        )
-        out.append(
-            Claim(
-                "ov-decreases-with-r",
-                f"μ_OV at L = {config.stop_loss:g} for r = {rs}: "
-                + ", ".join(f"{x:.3f}" for x in mu)
-                + "; value: smallest decrease between consecutive r",
-                dmu,
-                "> 0",
-                dmu > 0,
-            )
-        )
         worst, time_ratio = 0.0, 0.0
         for r in config.ratios:
             for x, y in zip(crossings[r], results["scaled"][r], strict=True):
                 for k in ("mu_ov", "mu_qk", "alpha"):
                     worst = max(worst, abs(x[k] - y[k]) / max(1.0, abs(x[k])))
                 time_ratio = max(time_ratio, abs(y["time"] * config.scale / x["time"] - 1))
+        return {
+            "crossings": table,
+            "published_deviation": published,
+            "final_alpha": a,
+            "final_mu_ov": mu,
+            "alpha_step": min(y - x for x, y in zip(a, a[1:], strict=False)),
+            "ov_step": min(x - y for x, y in zip(mu, mu[1:], strict=False)),
+            "invariance": worst,
+            "time_scaling": time_ratio,
+            "n_thresholds": len(results["thresholds"]),
+        }
+
+    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
+        out = [
+            Claim.at_most(
+                f"published-r{r:g}",
+                f"r = {r:g}: α at L = 1 … 1e-4 and μ_OV, μ_QK at 1e-4 vs the authors' notebook "
+                "output (arXiv 2608.06776 Fig. 4, 3 decimals); value: largest deviation",
+                dev,
+                config.published_tol,
+            )
+            for r, dev in m["published_deviation"].items()
+        ]
+        rs = ", ".join(f"{r:g}" for r in config.ratios)
         out.append(
-            Claim(
+            Claim.above(
+                "alpha-increases-with-r",
+                f"α at L = {config.stop_loss:g} for r = {rs}: "
+                + ", ".join(f"{x:.3f}" for x in m["final_alpha"])
+                + "; value: smallest increase between consecutive r",
+                m["alpha_step"],
+                0,
+            )
+        )
+        out.append(
+            Claim.above(
+                "ov-decreases-with-r",
+                f"μ_OV at L = {config.stop_loss:g} for r = {rs}: "
+                + ", ".join(f"{x:.3f}" for x in m["final_mu_ov"])
+                + "; value: smallest decrease between consecutive r",
+                m["ov_step"],
+                0,
+            )
+        )
+        out.append(
+            Claim.below(
                 "path-depends-on-r-only",
                 f"both η × {config.scale:g}: largest relative change of (μ_OV, μ_QK, α) at the "
-                f"{len(results['thresholds'])} thresholds (crossing times divide by the scale: "
-                f"largest deviation {time_ratio:.1e})",
-                worst,
-                f"< {config.invariance_tol:g}",
-                worst < config.invariance_tol and time_ratio < 1e-6,
+                f"{m['n_thresholds']} thresholds (crossing times divide by the scale: largest "
+                f"deviation {m['time_scaling']:.1e})",
+                m["invariance"],
+                config.invariance_tol,
+                Check.compare("time deviation", m["time_scaling"], "<", TIME_SCALING_TOL),
             )
         )
         return out
 
-    def summary(self, results: dict[str, Any]) -> dict[str, Any]:
-        return {"crossings": self.table(results)}
-
-    def figure(self, results: dict[str, Any], path: Path) -> Path:
+    def figure(
+        self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
+    ) -> Path:
         import matplotlib.pyplot as plt
 
-        config = results["config"]
         fig, axes = plt.subplots(2, 4, figsize=(16, 7))
         for i, r in enumerate(config.ratios):
             traj = results["trajectories"][r]
