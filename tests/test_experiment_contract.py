@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from attndyn.core.serial import json_safe
 from attndyn.experiments import runner
 from attndyn.experiments.base import (
     Check,
     Claim,
     Experiment,
     ExperimentConfig,
-    json_safe,
 )
 
 

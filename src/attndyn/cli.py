@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from attndyn.core.serial import json_safe
 from attndyn.errors import AttndynError, InputError
 
 app = typer.Typer(
@@ -58,16 +59,6 @@ def _final_summary(traj, names) -> dict[str, dict[str, float]]:
     return out
 
 
-def _json_safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 @app.command()
 def simulate(
     family: Annotated[str, typer.Argument(help="model family, e.g. aim")],
@@ -98,7 +89,7 @@ def simulate(
             "diverged_seeds": diverged,
             "final": summary,
         }
-        print(json.dumps(_json_safe(payload)))
+        print(json.dumps(json_safe(payload)))
         return
     table = Table(title=f"{family} run {rid} at t = {float(traj['time'][-1]):.4g}")
     table.add_column("observable")
@@ -139,7 +130,7 @@ def predict(
             "time": float(traj["time"].values[-1]),
             "final": summary,
         }
-        print(json.dumps(_json_safe(payload)))
+        print(json.dumps(json_safe(payload)))
         return
     table = Table(title=f"{family} theory {rid} at t = {float(traj['time'][-1]):.4g}")
     table.add_column("observable")
@@ -193,7 +184,7 @@ def run(
 
     outcome = run_experiment(name, preset, _values(set_, seeds), out=out, force=force)
     if as_json:
-        print(json.dumps(_json_safe(outcome.as_json())))
+        print(json.dumps(json_safe(outcome.as_json())))
     else:
         table = Table(title=f"{name} ({preset}): claims")
         for col in ("claim", "statement", "value", "target", "verdict"):
@@ -291,7 +282,7 @@ def sweep(
         plan = plan_sweep(spec, out)
         rows = plan.rows()
         if as_json:
-            print(json.dumps(_json_safe(rows)))
+            print(json.dumps(json_safe(rows)))
             return
         keys = list(plan.spec.grid)
         table = Table(title=f"sweep {plan.spec.sweep}: {plan.spec.kind} {plan.spec.name}")
@@ -314,7 +305,7 @@ def sweep(
         print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
         raise typer.Exit(130) from None
     if as_json:
-        print(json.dumps(_json_safe(summary.as_json())))
+        print(json.dumps(json_safe(summary.as_json())))
     else:
         where = f"{summary.executor}, {summary.workers or 'remote'} workers"
         print(
@@ -463,7 +454,7 @@ def bench(
                 table.add_row(*[_fmt(row.get(c)) for c in cols])
             console.print(table)
     if as_json:
-        print(json.dumps(_json_safe(rows)))
+        print(json.dumps(json_safe(rows)))
 
 
 def _fmt(v) -> str:

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import xarray as xr
 from pydantic import BaseModel, ConfigDict
 
 from attndyn import runs
 from attndyn.core.config import SimulationConfig
+from attndyn.core.serial import json_safe
 
 
 class ExperimentConfig(BaseModel):
@@ -149,24 +149,6 @@ class Claim:
 
 def _number(value: Any) -> float | None:
     return None if value is None else float(value)
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with numpy scalars and arrays as Python numbers and lists, non-finite floats as
-    None, and dict keys as strings (a tuple key joined by ``@``)."""
-    if isinstance(value, dict):
-        return {_key(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _key(key: Any) -> str:
-    return "@".join(str(k) for k in key) if isinstance(key, tuple) else str(key)
 
 
 @dataclass

@@ -8,7 +8,7 @@ PyTorch loop, timed in the same run.
   over the seeds, i.e. the rate at which seed-steps of a study are produced;
   ``steps_per_s_each_seed`` = that rate over the number of seeds (each seed's own rate).
 - PyTorch reference (``torch_reference=True`` and torch installed): one seed at a time, the way
-  the notebooks (qkov.md §2–§4, ``Fig-2_CACO_FAFO Experiments.ipynb``) write it: every sequence
+  the notebooks (arXiv 2608.06776 code, ``Fig-2_CACO_FAFO Experiments.ipynb``; docs/circuits.md) write it: every sequence
   drawn with its own ``choice`` calls (NumPy's Generator; the notebooks' ``np.random.choice``), ``F.one_hot(...).float()`` inputs, four bias-free
   ``nn.Linear(50, 50)`` layers (query only on the last token, scores / √50, softmax, context,
   prediction), ``CrossEntropyLoss``, ``optim.SGD`` with two parameter groups (η_QK, η_OV),

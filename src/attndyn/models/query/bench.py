@@ -93,7 +93,7 @@ def time_jax_draw(config, min_seconds: float, repeats: int) -> float:
 
 
 def numpy_gradient(q: np.ndarray, x: np.ndarray, beta: float) -> np.ndarray:
-    """∇_q‖a‖² = 2β((w∘c)ᵀX − (wᵀc)a), c = Xa (digest §2), in NumPy."""
+    """∇_q‖a‖² = 2β((w∘c)ᵀX − (wᵀc)a), c = Xa (docs/query.md), in NumPy."""
     s = beta * (x @ q)
     w = np.exp(s - s.max())
     w /= w.sum()
