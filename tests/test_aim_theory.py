@@ -553,3 +553,19 @@ def test_matrix_flow_matches_simulation_tied_d256(activation):
     for name, t in tol.items():
         assert gap[name] < t, (name, gap[name])
     assert moved["q_12"] > 0.3
+
+
+@pytest.mark.parametrize("activation, invariant", [("h1", False), ("h2", True), ("h3", True)])
+def test_uninformative_manifold_is_invariant_iff_the_cross_gradients_vanish(activation, invariant):
+    """P1 Cor. 7 as a unit test: from t₁ = 0, Ψ₁₂ = Ω₁₂ = 0 the direct-S ODE keeps p± = 0 for
+    h2 and h3 (E σ'(Z) = 0: g± = 0) and leaves the manifold for h1 (g± ≠ 0)."""
+    from attndyn.models.aim.theory.direct import uninformative_manifold
+
+    config = validate(AIMTheoryConfig, dict(param="direct", L=1, activation=activation))
+    out = uninformative_manifold(potential_for(config), 0.5 * (2 / 3) ** 0.5, 0.5)
+    if invariant:
+        assert abs(out["g_plus"]) < 1e-8 and abs(out["g_minus"]) < 1e-8
+        assert out["max_abs_p"] < 1e-8
+    else:
+        assert abs(out["g_plus"]) > 0.1 or abs(out["g_minus"]) > 0.1
+        assert out["max_abs_p"] > 1e-2

@@ -243,26 +243,12 @@ def dims(config: Config, activation: str) -> list[int]:
 
 
 def _manifold_check(activation: str) -> dict[str, float]:
-    """Direct-S ODE from t₁ = 0, Ψ₁₂ = Ω₁₂ = 0 (Wishart teacher moments at ρ* = 0.5):
-    max |p±| over t ≤ 1 and the cross-gradients g± = [∇_Ω Φ ± ∇_Ψ Φ]₁₂ at t = 0 (Cor. 7)."""
+    """:func:`~attndyn.models.aim.theory.direct.uninformative_manifold` for this experiment's
+    teacher (Wishart at ρ* = 0.5, scale TEACHER_SCALE: t₂ = 0.5·scale, q₂₂ = 1/2)."""
     from attndyn.core.config import validate
     from attndyn.models.aim.theory import AIMTheoryConfig
-    from attndyn.models.aim.theory.direct import DirectODE
+    from attndyn.models.aim.theory.direct import uninformative_manifold
     from attndyn.models.aim.theory.potential import potential_for
 
     config = validate(AIMTheoryConfig, dict(param="direct", L=1, activation=activation))
-    potential = potential_for(config)
-    t0 = [0.0, 0.5 * TEACHER_SCALE]  # student traceless at init; teacher t₂ = scale·ρ*
-    q22 = 0.5  # normalised teacher: Var G₂ = 2 q₂₂ = 1
-    psi0 = np.array([[0.0, 0.0], [0.0, q22]])  # i.i.d. student: Ψ₁₁ ≈ 0, Ω₁₁ ≈ 1
-    omega0 = np.array([[1.0, 0.0], [0.0, q22]])
-    _, A, B = potential.gradients(np.zeros(2), omega0, psi0)
-    ode = DirectODE(potential, (1,))
-    times = np.linspace(0.0, 1.0, 11)
-    obs = ode.solve(t0, psi0, omega0, times, rtol=1e-10)
-    max_p = float(np.max(np.abs(np.concatenate([obs["pplus_12"], obs["pminus_12"]]))))
-    return {
-        "max_abs_p": max_p,
-        "g_plus": float(A[0, 1] + B[0, 1]),
-        "g_minus": float(A[0, 1] - B[0, 1]),
-    }
+    return uninformative_manifold(potential_for(config), 0.5 * TEACHER_SCALE, 0.5)

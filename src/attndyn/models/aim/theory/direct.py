@@ -67,3 +67,24 @@ class DirectODE:
                 out[f"pplus_{tag}"] = 0.5 * (omega[k, l] - tt + psi[k, l] - tt)
                 out[f"pminus_{tag}"] = 0.5 * (omega[k, l] - psi[k, l])
         return out
+
+
+def uninformative_manifold(
+    potential: Potential, teacher_t: float, teacher_q: float, t_max: float = 1.0
+) -> dict[str, float]:
+    """Theorem 4's ODE (one student, one teacher index, L = 1) started on the uninformative
+    manifold t₁ = 0, Ψ₁₂ = Ω₁₂ = 0 (i.i.d. student: Ψ₁₁ = 0, Ω₁₁ = 1; teacher t₂ =
+    ``teacher_t``, Ψ₂₂ = Ω₂₂ = ``teacher_q``): max |p±₁₂| over t ≤ ``t_max`` and the
+    cross-gradients g± = [∇_Ω Φ ± ∇_Ψ Φ]₁₂ at t = 0. P1 Cor. 7: the manifold is invariant
+    exactly when g± vanish there (E σ'(Z) = 0, e.g. h2, h3), so p± stays 0."""
+    psi0 = np.array([[0.0, 0.0], [0.0, teacher_q]])
+    omega0 = np.array([[1.0, 0.0], [0.0, teacher_q]])
+    _, A, B = potential.gradients(np.zeros(2), omega0, psi0)
+    times = np.linspace(0.0, t_max, 11)
+    obs = DirectODE(potential, (1,)).solve([0.0, teacher_t], psi0, omega0, times, rtol=1e-10)
+    max_p = float(np.max(np.abs(np.concatenate([obs["pplus_12"], obs["pminus_12"]]))))
+    return {
+        "max_abs_p": max_p,
+        "g_plus": float(A[0, 1] + B[0, 1]),
+        "g_minus": float(A[0, 1] - B[0, 1]),
+    }
