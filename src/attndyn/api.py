@@ -19,7 +19,7 @@ import xarray as xr
 
 from attndyn import runs
 from attndyn.experiments.runner import ExperimentOutcome, run_experiment
-from attndyn.store import Store, connect, results_dir
+from attndyn.store import Store, connect, queries, results_dir
 
 
 def simulate(
@@ -159,16 +159,17 @@ class Results:
         """
         return self.con.execute(sql).df()
 
-    def runs(self) -> pd.DataFrame:
-        """The ``runs`` view, oldest first.
+    def runs(self, family: str | None = None) -> pd.DataFrame:
+        """The ``runs`` view (or with ``family`` that family's typed view ``runs_<family>``,
+        docs/store.md), oldest first.
 
         Returns:
             pandas.DataFrame with one row per stored run: ``run_id``, ``family``, ``kind``
             (simulation or theory), ``experiment``, ``sweep``, ``status``, ``n_diverged``,
-            ``wall_s``, ``version``, ``created``, …, then the run's config fields (one column per
-            field), then ``file``.
+            ``wall_s``, ``version``, ``created``, …; then ``config`` (JSON text) or, with
+            ``family``, one column per config field of that family; then ``file``.
         """
-        return self.query("SELECT * FROM runs ORDER BY created, run_id")
+        return queries.runs(self.con, family)
 
     def observables(self, run_id: str | None = None) -> pd.DataFrame:
         """Tidy observables of every stored run, or of ``run_id`` only.
