@@ -20,7 +20,7 @@ def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
     from attndyn import results
 
     res = results(out)
-    runs = res.runs().set_index("param")
+    runs = res.runs("aim").set_index("param")
     assert set(runs.index) == {"tied", "direct"}
     tied = res.trajectory(runs.loc["tied", "run_id"])
     direct = res.trajectory(runs.loc["direct", "run_id"])
