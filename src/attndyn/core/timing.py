@@ -87,3 +87,27 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+class AdvanceRunner:
+    """``runner(n)`` takes n more steps of the trainer's jitted, seed-vmapped advance of
+    ``problem`` for ``seeds`` and waits for them (the timed unit of the simulator benchmarks);
+    the first step, which compiles, is taken on construction. The step bounds are traced, so
+    nothing recompiles later. ``carry`` is the current (params, optimiser state, diverged step)."""
+
+    def __init__(self, problem, seeds) -> None:
+        import jax
+        import numpy as np
+
+        from attndyn.core.trainer import init_seeds, make_advance
+
+        self._block = jax.block_until_ready
+        self.carry, self._state, self._keys = init_seeds(problem, np.asarray(seeds))
+        self._advance = make_advance(problem)
+        self.k = 0
+        self(1)
+
+    def __call__(self, n: int) -> None:
+        self.carry = self._advance(self.carry, self._state, self._keys, self.k, self.k + n)
+        self._block(self.carry)
+        self.k += n

@@ -51,6 +51,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attndyn.core.timing import (
+    AdvanceRunner,
     best_time,
     calibrated_best,
     cpu_model,
@@ -58,7 +59,6 @@ from attndyn.core.timing import (
     torch_reference_status,
     torch_threads,
 )
-from attndyn.core.trainer import init_seeds, make_advance
 from attndyn.models.aim import AIMConfig, build
 
 L = 2
@@ -115,19 +115,8 @@ def matmul_peak(n: int = PEAK_N, repeats: int = 5) -> dict:
 
 def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
     """Steady-state samples/s of the trainer's jitted advance (all seeds, no observation)."""
-    problem = build(config)
-    carry, state, keys = init_seeds(problem, np.arange(config.seeds))
-    advance = make_advance(problem)
-    dtype = str(carry.params["W"].dtype)
-    k = 0
-
-    def run(n: int) -> None:
-        nonlocal carry, k
-        carry = advance(carry, state, keys, k, k + n)
-        jax.block_until_ready(carry)
-        k += n
-
-    run(1)  # compile (the step bounds are traced, so no recompilation below)
+    run = AdvanceRunner(build(config), np.arange(config.seeds))
+    dtype = str(run.carry.params["W"].dtype)
     steps, seconds, cpu_seconds = calibrated_best(run, min_seconds, repeats)
     return {
         "samples_per_s": steps * config.batch * config.seeds / seconds,
@@ -136,7 +125,7 @@ def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
         "cpus_used": cpu_seconds / seconds,
         "samples_per_cpu_s": steps * config.batch * config.seeds / cpu_seconds,
         "dtype": dtype,
-        "diverged_seeds": int(np.sum(np.asarray(carry.diverged_step) >= 0)),
+        "diverged_seeds": int(np.sum(np.asarray(run.carry.diverged_step) >= 0)),
     }
 
 

@@ -32,8 +32,13 @@ import os
 import jax
 import numpy as np
 
-from attndyn.core.timing import calibrated_best, progress, torch_reference_status, torch_threads
-from attndyn.core.trainer import init_seeds, make_advance
+from attndyn.core.timing import (
+    AdvanceRunner,
+    calibrated_best,
+    progress,
+    torch_reference_status,
+    torch_threads,
+)
 from attndyn.models.circuits import CircuitsConfig, build
 
 SEEDS = 8
@@ -48,25 +53,14 @@ def bench_config(seeds: int = SEEDS, param: str = "FAFO") -> CircuitsConfig:
 
 def time_attndyn(config: CircuitsConfig, min_seconds: float, repeats: int) -> dict:
     """Steady-state seed-steps/s of the trainer's jitted advance (all seeds, no observation)."""
-    problem = build(config)
-    carry, state, keys = init_seeds(problem, np.arange(config.seeds))
-    advance = make_advance(problem)
-    k = 0
-
-    def run(n: int) -> None:
-        nonlocal carry, k
-        carry = advance(carry, state, keys, k, k + n)
-        jax.block_until_ready(carry)
-        k += n
-
-    run(1)  # compile; the step bounds are traced, so nothing recompiles below
+    run = AdvanceRunner(build(config), np.arange(config.seeds))
     n, seconds, cpu = calibrated_best(run, min_seconds, repeats)
     return {
         "seed_steps_per_s": n * config.seeds / seconds,
         "steps_timed": n,
         "seconds_timed": seconds,
         "cpus_used": cpu / seconds,
-        "diverged_seeds": int(np.sum(np.asarray(carry.diverged_step) >= 0)),
+        "diverged_seeds": int(np.sum(np.asarray(run.carry.diverged_step) >= 0)),
     }
 
 

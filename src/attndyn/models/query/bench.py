@@ -32,8 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attndyn.core.config import validate
-from attndyn.core.timing import calibrated_best, cpu_model, progress
-from attndyn.core.trainer import init_seeds, make_advance
+from attndyn.core.timing import AdvanceRunner, calibrated_best, cpu_model, progress
 
 TARGET_STEP_OVER_DRAW = 1.5
 
@@ -51,18 +50,7 @@ def time_simulator(config, min_seconds: float, repeats: int) -> dict:
     """Steady-state SGA steps per second of the trainer's jitted advance (one seed)."""
     from attndyn.models.query import build
 
-    problem = build(config, n_seeds=1)
-    carry, state, keys = init_seeds(problem, np.arange(1))
-    advance = make_advance(problem)
-    k = 0
-
-    def run(n: int) -> None:
-        nonlocal carry, k
-        carry = advance(carry, state, keys, k, k + n)
-        jax.block_until_ready(carry)
-        k += n
-
-    run(1)  # compile
+    run = AdvanceRunner(build(config, n_seeds=1), np.arange(1))
     steps, seconds, cpu = calibrated_best(run, min_seconds, repeats)
     return {"steps_per_s": steps / seconds, "steps_timed": steps, "cpus_used": cpu / seconds}
 
