@@ -59,6 +59,9 @@ def test_simulate_matches_the_closed_form(toy):
     se = R.std(axis=0, ddof=1) / np.sqrt(R.shape[0]) + 1e-12
     assert np.all(np.abs(R.mean(axis=0) - theory["R"].values) <= 5 * se)
     assert theory["R"].values[-1] < 0.1 * theory["R"].values[0]
+    # negative control: the same band rejects a theory whose step is 20 % off
+    wrong = attndyn.predict("toy", d=32, lr=0.6, t_max=4, records=6)
+    assert np.any(np.abs(R.mean(axis=0) - wrong["R"].values) > 5 * se)
 
 
 def test_store_round_trip_and_query(toy, tmp_path):

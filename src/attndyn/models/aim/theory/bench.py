@@ -28,11 +28,10 @@ from __future__ import annotations
 import os
 import time
 
-import jax
 import numpy as np
 
 from attndyn.core.config import validate
-from attndyn.core.trainer import init_seeds, make_advance
+from attndyn.core.timing import AdvanceRunner
 from attndyn.models.aim import AIMConfig, build
 from attndyn.models.aim.theory import AIMTheoryConfig, initial_matrices, initial_observables
 from attndyn.models.aim.theory.hierarchy import MatrixFlow, TiedHierarchy
@@ -76,14 +75,9 @@ def _moments_of(S: np.ndarray, d: int) -> dict[str, np.ndarray]:
 def time_simulator(values: dict, min_steps: int) -> dict:
     """Seconds per step of the trainer's jitted advance (one seed) and the steps to t_max."""
     config = AIMConfig(**values)
-    problem = build(config)
-    carry, state, keys = init_seeds(problem, np.arange(1))
-    advance = make_advance(problem)
-    carry = advance(carry, state, keys, 0, 1)  # compile
-    jax.block_until_ready(carry)
+    run = AdvanceRunner(build(config), np.arange(1))
     start = time.perf_counter()
-    carry = advance(carry, state, keys, 1, 1 + min_steps)
-    jax.block_until_ready(carry)
+    run(min_steps)
     per_step = (time.perf_counter() - start) / min_steps
     steps = config.total_steps
     return {"per_step_s": per_step, "steps": steps, "seconds": per_step * steps}
