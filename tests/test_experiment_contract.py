@@ -9,13 +9,16 @@ import numpy as np
 import pytest
 
 from attndyn.core.serial import json_safe
+from attndyn.errors import InputError
 from attndyn.experiments import runner
 from attndyn.experiments.base import (
     Check,
     Claim,
+    Control,
     Experiment,
     ExperimentConfig,
 )
+from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
 
 
 @pytest.mark.parametrize(
@@ -75,9 +78,68 @@ def test_as_dict_writes_non_finite_values_as_none():
         "name": "c",
         "statement": "s",
         "value": None,
+        "ci_low": None,
+        "ci_high": None,
+        "n_seeds": None,
         "target": "< 1",
         "passed": False,
     }
+
+
+def test_an_interval_passes_only_when_it_clears_the_target():
+    ci = Interval(0.5, 0.3, 0.7, 8)
+    assert Claim.at_least("c", "s", ci, 0.3).passed
+    assert not Claim.at_least("c", "s", ci, 0.31).passed  # the mean clears, the CI does not
+    assert Claim.at_most("c", "s", ci, 0.7).passed and not Claim.at_most("c", "s", ci, 0.69).passed
+    assert Claim.above("c", "s", ci, 0.29).passed and not Claim.above("c", "s", ci, 0.3).passed
+    assert Claim.below("c", "s", ci, 0.71).passed and not Claim.below("c", "s", ci, 0.7).passed
+    assert Claim.within("c", "s", ci, 0.5, 0.2).passed
+    assert not Claim.within("c", "s", ci, 0.5, 0.19).passed
+    assert Claim.within("c", "s", ci, 0.5, 0.4, relative=True).passed
+    assert not Claim.within("c", "s", ci, 0.5, 0.39, relative=True).passed
+    assert Claim.between("c", "s", ci, 0.3, 0.7).passed
+    assert not Claim.between("c", "s", ci, 0.3, 0.7, open_low=True).passed
+    claim = Claim.at_least("c", "s", ci, 0.3)
+    assert claim.target == ">= 0.3 (95% CI)"
+    assert claim.as_dict() | {} == {
+        "name": "c",
+        "statement": "s",
+        "value": 0.5,
+        "ci_low": 0.3,
+        "ci_high": 0.7,
+        "n_seeds": 8,
+        "target": ">= 0.3 (95% CI)",
+        "passed": True,
+    }
+    nan = Interval(math.nan, math.nan, math.nan, 3)
+    assert not Claim.at_least("c", "s", nan, -1).passed
+    assert not Claim.within("c", "s", nan, 0, 1).passed
+
+
+def test_mean_ci_is_the_student_t_interval():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    ci = mean_ci(x)
+    half = 3.182446305284263 * x.std(ddof=1) / 2  # t_{0.975, 3}
+    assert ci.value == 2.5 and ci.n_seeds == 4
+    assert ci.low == pytest.approx(2.5 - half) and ci.high == pytest.approx(2.5 + half)
+    assert math.isnan(mean_ci([1.0, math.nan]).low)
+    one = mean_ci([2.0])
+    assert one.low == -math.inf and not Claim.at_least("c", "s", one, 0).passed
+
+
+def test_bootstrap_covers_the_mean_at_its_nominal_rate():
+    # the percentile bootstrap of a mean of 20 normal draws covers 0 in about 95 % of samples
+    # (≈ 93 % at n = 20: the bootstrap's known small-sample undercoverage); 200 repetitions
+    rng = np.random.default_rng(1)
+    covered = [
+        (ci := bootstrap_ci(rng.normal(size=20), np.mean, n_boot=400, seed=k)).low <= 0 <= ci.high
+        for k in range(200)
+    ]
+    assert 0.88 <= np.mean(covered) <= 0.99
+    # groups are resampled independently; the statistic sees one array per group
+    groups = [rng.normal(0, 1, 10), rng.normal(5, 1, 30)]
+    diff = bootstrap_ci(groups, lambda a, b: b.mean() - a.mean(), seed=0)
+    assert diff.n_seeds == 10 and diff.low < 5 < diff.high and diff.high - diff.low < 2
 
 
 def test_json_safe():
@@ -87,20 +149,26 @@ def test_json_safe():
 
 class _Config(ExperimentConfig):
     level: float = 0.5
+    x: float = 0.7
+    seeds: int = 1
 
 
 class _Toy(Experiment):
     name = "toy"
     description = "a toy experiment that records the order of its steps"
     Config = _Config
-    presets = {"small": {}, "paper": {"level": 0.9}}
+    presets = {"tiny": {}, "small": {}, "paper": {"level": 0.9}}
+    controls = {"small-x": Control({"x": 0.1}, ("x-large",), "x far below any level")}
+
+    def claim_names(self, config):
+        return ["x-large"]
 
     def __init__(self):
         self.calls = []
 
     def run(self, config, ctx):
         self.calls.append("run")
-        return {"x": 0.7}
+        return {"x": config.x}
 
     def measure(self, config, results):
         self.calls.append("measure")
@@ -130,5 +198,42 @@ def test_runner_runs_measures_claims_then_draws(tmp_path, monkeypatch, preset, p
 def test_zero_claims_is_a_failure(tmp_path, monkeypatch):
     toy = _Toy()
     monkeypatch.setattr(toy, "claims", lambda config, m: [])
+    monkeypatch.setattr(toy, "claim_names", lambda config: [])
     monkeypatch.setattr(runner, "get_experiment", lambda name: toy)
-    assert runner.run_experiment("toy", "small", out=tmp_path).passed is False
+    outcome = runner.run_experiment("toy", "small", out=tmp_path)
+    assert outcome.passed is False and outcome.verdict == "failed"
+
+
+def test_a_dropped_claim_fails_and_says_so(tmp_path, monkeypatch):
+    toy = _Toy()
+    monkeypatch.setattr(toy, "claim_names", lambda config: ["x-large", "y-small"])
+    monkeypatch.setattr(runner, "get_experiment", lambda name: toy)
+    outcome = runner.run_experiment("toy", "small", out=tmp_path)
+    assert [c.name for c in outcome.claims] == ["x-large", "y-small"]
+    assert outcome.claims[1].passed is False and "dropped" in outcome.claims[1].statement
+    assert outcome.verdict == "failed"
+    monkeypatch.setattr(toy, "claim_names", lambda config: [])
+    with pytest.raises(ValueError, match="not declared"):
+        runner.run_experiment("toy", "small", out=tmp_path)
+
+
+def test_an_unmet_precondition_makes_the_outcome_invalid(tmp_path, monkeypatch):
+    toy = _Toy()
+    monkeypatch.setattr(toy, "preconditions", lambda c, m: [Check("loss matched", False)])
+    monkeypatch.setattr(runner, "get_experiment", lambda name: toy)
+    outcome = runner.run_experiment("toy", "small", out=tmp_path)
+    assert outcome.claims[0].passed and not outcome.passed
+    assert outcome.verdict == "invalid" and not outcome.strict_ok
+    assert outcome.as_json()["preconditions"] == [{"text": "loss matched", "passed": False}]
+
+
+def test_a_control_applies_its_overrides_and_expects_its_claims_to_fail(tmp_path, monkeypatch):
+    toy = _Toy()
+    monkeypatch.setattr(runner, "get_experiment", lambda name: toy)
+    outcome = runner.run_experiment("toy", "small", out=tmp_path, control="small-x")
+    assert outcome.config["x"] == 0.1 and not outcome.claims[0].passed
+    assert outcome.verdict == "control-failed-as-expected" and outcome.strict_ok
+    weak = runner.run_experiment("toy", "small", {"level": 0.05}, out=tmp_path, control="small-x")
+    assert weak.verdict == "control-not-rejected" and not weak.strict_ok
+    with pytest.raises(InputError, match="'control'.*small-x"):
+        runner.run_experiment("toy", "small", out=tmp_path, control="nope")

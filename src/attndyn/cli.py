@@ -171,33 +171,59 @@ def list_() -> None:
 @app.command()
 def run(
     name: Annotated[str, typer.Argument(help="experiment name (attndyn list)")],
-    preset: Annotated[str, typer.Option(help="small or paper")] = "small",
+    preset: Annotated[str, typer.Option(help="tiny, small or paper")] = "small",
     set_: SetOpt = None,
     seeds: SeedsOpt = None,
+    seed: Annotated[
+        int | None, typer.Option(help="seed offset: seeds seed…seed+seeds−1 (--set seed=K)")
+    ] = None,
+    control: Annotated[
+        str | None,
+        typer.Option(help="run a negative control (a wrong model) whose claims must fail"),
+    ] = None,
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute stored runs")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="exit 1 if any claim fails")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="exit 1 unless every claim passes and the run is valid (with --control: "
+            "unless the control's claims fail)",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
     from attndyn.experiments.runner import run_experiment
 
-    outcome = run_experiment(name, preset, _values(set_, seeds), out=out, force=force)
+    values = _values(set_, seeds)
+    if seed is not None:
+        values["seed"] = seed
+    outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
     if as_json:
         print(json.dumps(json_safe(outcome.as_json())))
     else:
-        table = Table(title=f"{name} ({preset}): claims")
-        for col in ("claim", "statement", "value", "target", "verdict"):
+        title = f"{name} ({preset}{', control ' + control if control else ''}): claims"
+        table = Table(title=title)
+        for col in ("claim", "statement", "value [CI]", "seeds", "target", "verdict"):
             table.add_column(col)
         for c in outcome.claims:
             verdict = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
-            table.add_row(c.name, c.statement, _fmt(c.value), c.target, verdict)
+            value = _fmt(c.value)
+            if c.ci_low is not None:
+                value += f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]"
+            seeds_ = "" if c.n_seeds is None else str(c.n_seeds)
+            table.add_row(c.name, c.statement, value, seeds_, c.target, verdict)
         console.print(table)
+        for c in outcome.preconditions:
+            if not c.passed:
+                print(f"precondition not met: {c.text}")
+        print(f"verdict: {outcome.verdict}")
         print(f"figure: {outcome.figure}")
         print(
             f"runs:   {len(outcome.run_ids)} stored in {Path(outcome.figure).parents[1] / 'runs'}"
         )
-    if strict and not outcome.passed:
+    if strict and not outcome.strict_ok:
         raise typer.Exit(1)
 
 

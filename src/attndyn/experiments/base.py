@@ -12,6 +12,21 @@ publication's setting), and four steps that the runner calls in this order:
   that states its threshold once and writes the target text from it;
 - ``figure(config, results, measurements, path) -> Path``.
 
+Also part of the contract (docs/claims.md):
+
+- ``claim_names(config)``: the claims ``claims`` must return, in order; the runner turns a
+  dropped claim into a failure that says so, and zero claims is a failure;
+- ``preconditions(config, measurements) -> list[Check]``: conditions under which the claims mean
+  something (a matched loss reached, every seed finite); an unmet one makes the outcome
+  *invalid*, never "passed";
+- ``controls``: named :class:`Control` s, deliberately wrong models, scalings or theories for
+  which the listed claims must fail (``attndyn run NAME --control C``; tested in CI);
+- presets ``tiny`` (runs in the default test suite with ``--strict``), ``small`` and ``paper``;
+- every config has ``seeds`` and ``seed`` (an offset: runs use seeds ``seed, …, seed+seeds−1``).
+
+A claim over seeds takes an :class:`~attndyn.experiments.stats.Interval` as its value and passes
+only if the whole interval clears the target.
+
 ``summary(measurements)`` (the ``--json`` summary) is the measurements made JSON-safe, unless an
 experiment narrows it.
 """
@@ -26,17 +41,20 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import xarray as xr
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from attndyn import runs
 from attndyn.core.config import SimulationConfig
 from attndyn.core.serial import json_safe
+from attndyn.experiments.stats import Interval
 
 
 class ExperimentConfig(BaseModel):
     """Base of experiment configs: extra keys are errors."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    seed: int = Field(0, ge=0, description="seed offset: runs use seeds seed, …, seed+seeds−1")
 
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -62,13 +80,20 @@ class Check:
         return cls(text, bool(_OPS[op](value, threshold)))
 
 
+# the end of a confidence interval that must clear each comparison's threshold
+_CONSERVATIVE = {">=": "low", ">": "low", "<=": "high", "<": "high"}
+
+
 @dataclass
 class Claim:
     """One checked statement: ``value`` measured, ``target`` in words, ``passed`` the verdict.
 
     Build claims with the helpers (``at_least``, ``at_most``, ``above``, ``below``, ``equals``,
     ``within``, ``between``, ``holds``): each takes the threshold once and writes ``target``.
-    ``ci_low``/``ci_high`` hold a confidence interval of ``value`` where one is measured.
+    ``value`` may be an :class:`Interval` (a statistic over seeds with its confidence interval):
+    the claim then passes only if the whole interval clears the threshold (``at_least``: its low
+    end; ``at_most``: its high end; ``within``/``between``: both ends), and records ``ci_low``,
+    ``ci_high`` and ``n_seeds``.
     """
 
     name: str
@@ -78,6 +103,7 @@ class Claim:
     passed: bool
     ci_low: float | None = None
     ci_high: float | None = None
+    n_seeds: int | None = None
 
     @classmethod
     def holds(cls, name: str, statement: str, value: Any, *checks: Check) -> Claim:
@@ -85,10 +111,26 @@ class Claim:
         if not checks:
             raise ValueError(f"claim {name!r} states no condition")
         text = " and ".join(c.text for c in checks)
-        return cls(name, statement, _number(value), text, all(c.passed for c in checks))
+        passed = all(c.passed for c in checks)
+        if isinstance(value, Interval):
+            return cls(
+                name, statement, value.value, text, passed, value.low, value.high, value.n_seeds
+            )
+        return cls(name, statement, _number(value), text, passed)
 
     @classmethod
     def _compare(cls, op, name, statement, value, threshold, also: tuple[Check, ...]) -> Claim:
+        if isinstance(value, Interval):
+            ends = (
+                [getattr(value, _CONSERVATIVE[op])]
+                if op in _CONSERVATIVE
+                else [value.low, value.high]
+            )
+            check = Check(
+                f"{op} {threshold:g} ({value.level:.0%} CI)",
+                bool(all(_OPS[op](e, threshold) for e in ends)),
+            )
+            return cls.holds(name, statement, value, check, *also)
         return cls.holds(name, statement, value, Check.compare("", value, op, threshold), *also)
 
     @classmethod
@@ -118,33 +160,74 @@ class Claim:
 
     @classmethod
     def within(
-        cls, name, statement, value, target: float, tol: float, relative: bool = False
+        cls, name, statement, value, target: float, tol: float, relative: bool = False, *also
     ) -> Claim:
         """``|value − target| <= tol`` (``relative``: ``|value/target − 1| <= tol``)."""
-        dev = abs(value / target - 1) if relative else abs(value - target)
         text = f"{target:g} ± {tol:.0%}" if relative else f"{target:g} ± {tol:g}"
-        return cls.holds(name, statement, value, Check(text, bool(dev <= tol)))
+
+        def ok(v: float) -> bool:
+            return bool((abs(v / target - 1) if relative else abs(v - target)) <= tol)
+
+        if isinstance(value, Interval):
+            check = Check(f"{text} ({value.level:.0%} CI)", ok(value.low) and ok(value.high))
+        else:
+            check = Check(text, ok(value))
+        return cls.holds(name, statement, value, check, *also)
 
     @classmethod
     def between(
-        cls, name, statement, value, low: float, high: float, open_low: bool = False
+        cls, name, statement, value, low: float, high: float, open_low: bool = False, *also
     ) -> Claim:
         """``low <= value <= high`` (``open_low``: ``low < value``)."""
-        lower = value > low if open_low else value >= low
+
+        def ok(v: float) -> bool:
+            return bool((v > low if open_low else v >= low) and v <= high)
+
         text = f"in {'(' if open_low else '['}{low:.3g}, {high:.3g}]"
-        return cls.holds(name, statement, value, Check(text, bool(lower and value <= high)))
+        if isinstance(value, Interval):
+            check = Check(f"{text} ({value.level:.0%} CI)", ok(value.low) and ok(value.high))
+        else:
+            check = Check(text, ok(value))
+        return cls.holds(name, statement, value, check, *also)
+
+    @classmethod
+    def dropped(cls, name: str) -> Claim:
+        """The failure that stands in for a declared claim the experiment did not evaluate."""
+        return cls(
+            name,
+            "not evaluated: the experiment dropped this declared claim",
+            None,
+            "evaluated",
+            False,
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        value = self.value
-        if isinstance(value, float) and not math.isfinite(value):
-            value = None
         return {
             "name": self.name,
             "statement": self.statement,
-            "value": value,
+            "value": _finite(self.value),
+            "ci_low": _finite(self.ci_low),
+            "ci_high": _finite(self.ci_high),
+            "n_seeds": self.n_seeds,
             "target": self.target,
             "passed": bool(self.passed),
         }
+
+
+def _finite(value: float | None) -> float | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class Control:
+    """A negative control: config ``overrides`` that make the model, scaling or theory wrong
+    (``reason`` says how), under which every claim in ``fails`` must fail."""
+
+    overrides: dict[str, Any]
+    fails: tuple[str, ...]
+    reason: str
 
 
 def _number(value: Any) -> float | None:
@@ -189,6 +272,19 @@ class Experiment:
     description: ClassVar[str]
     Config: ClassVar[type[ExperimentConfig]]
     presets: ClassVar[dict[str, dict[str, Any]]]
+    controls: ClassVar[dict[str, Control]] = {}
+    # True only where nothing random enters (an ODE): ``seed`` and ``seeds`` are then recorded
+    # but change nothing, and docs/claims/<name>.md says so
+    deterministic: ClassVar[bool] = False
+
+    def claim_names(self, config: ExperimentConfig) -> list[str]:
+        """The names of the claims that ``claims(config, …)`` returns, in order."""
+        raise NotImplementedError
+
+    def preconditions(self, config: ExperimentConfig, measurements: dict[str, Any]) -> list[Check]:
+        """Conditions under which the claims are meaningful; an unmet one makes the outcome
+        invalid."""
+        return []
 
     def run(self, config: ExperimentConfig, ctx: RunContext) -> dict[str, Any]:
         raise NotImplementedError

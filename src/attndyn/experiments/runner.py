@@ -13,10 +13,10 @@ from typing import Any
 from attndyn.core.config import validate
 from attndyn.errors import InputError
 from attndyn.experiments import get_experiment
-from attndyn.experiments.base import Claim, RunContext
+from attndyn.experiments.base import Check, Claim, RunContext
 from attndyn.store import Store
 
-PRESETS = ("small", "paper")
+PRESETS = ("tiny", "small", "paper")
 
 
 @dataclass
@@ -30,33 +30,84 @@ class ExperimentOutcome:
     claims: list[Claim]
     summary: dict[str, Any]
     figure: Path
+    preconditions: list[Check] = field(default_factory=list)
+    control: str | None = None
+    expected_failures: tuple[str, ...] = ()
     results: dict[str, Any] = field(repr=False, default_factory=dict)
     measurements: dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
+    def valid(self) -> bool:
+        """Every precondition holds."""
+        return all(c.passed for c in self.preconditions)
+
+    @property
     def passed(self) -> bool:
-        """Every claim passed (zero claims is a failure)."""
-        return bool(self.claims) and all(c.passed for c in self.claims)
+        """Valid and every claim passed (zero claims is a failure)."""
+        return self.valid and bool(self.claims) and all(c.passed for c in self.claims)
+
+    @property
+    def verdict(self) -> str:
+        """``invalid`` (a precondition failed), ``passed`` or ``failed``; for a negative control,
+        ``control-failed-as-expected`` when every claim it names failed, else
+        ``control-not-rejected``."""
+        if self.control is not None:
+            failed = {c.name for c in self.claims if not c.passed}
+            ok = set(self.expected_failures) <= failed
+            return "control-failed-as-expected" if ok else "control-not-rejected"
+        if not self.valid:
+            return "invalid"
+        return "passed" if self.passed else "failed"
+
+    @property
+    def strict_ok(self) -> bool:
+        """What ``--strict`` requires: the claims pass, or under a control, its claims fail."""
+        return self.verdict in ("passed", "control-failed-as-expected")
 
     def as_json(self) -> dict[str, Any]:
         return {
             "experiment": self.experiment,
             "preset": self.preset,
+            "control": self.control,
+            "verdict": self.verdict,
             "run_ids": self.run_ids,
+            "preconditions": [{"text": c.text, "passed": c.passed} for c in self.preconditions],
             "claims": [c.as_dict() for c in self.claims],
             "summary": self.summary,
             "figure": str(self.figure),
         }
 
 
-def experiment_config(name: str, preset: str, overrides: dict[str, Any]):
-    """Validated config of ``name`` at ``preset`` with ``overrides`` applied."""
+def experiment_config(
+    name: str, preset: str, overrides: dict[str, Any], control: str | None = None
+):
+    """Validated config of ``name`` at ``preset`` with ``overrides`` and then the negative
+    ``control``'s overrides applied."""
     exp = get_experiment(name)
     if preset not in PRESETS:
         raise InputError(
             f"invalid value for 'preset': must be one of {', '.join(PRESETS)} (got {preset!r})"
         )
-    return exp, validate(exp.Config, {**exp.presets[preset], **overrides})
+    values = {**exp.presets[preset], **overrides}
+    if control is not None:
+        if control not in exp.controls:
+            allowed = ", ".join(sorted(exp.controls)) or "none"
+            raise InputError(
+                f"invalid value for 'control': {name} has the controls {allowed} (got {control!r})"
+            )
+        values |= exp.controls[control].overrides
+    return exp, validate(exp.Config, values)
+
+
+def checked_claims(exp, config, claims: list[Claim]) -> list[Claim]:
+    """``claims`` in the declared order of ``exp.claim_names(config)``, a failing
+    :meth:`Claim.dropped` standing in for each declared claim that is missing."""
+    declared = exp.claim_names(config)
+    by_name = {c.name: c for c in claims}
+    extra = sorted(set(by_name) - set(declared))
+    if extra or len(by_name) != len(claims):
+        raise ValueError(f"{exp.name}: claims {extra or 'with repeated names'} are not declared")
+    return [by_name.get(n) or Claim.dropped(n) for n in declared]
 
 
 def experiment_key(name: str, preset: str, config) -> str:
@@ -72,27 +123,30 @@ def run_experiment(
     overrides: dict[str, Any] | None = None,
     out=None,
     force: bool = False,
+    control: str | None = None,
 ) -> ExperimentOutcome:
     """Run, measure, evaluate the claims, draw the figure and store the experiment's record.
 
     Args:
         name: a registered experiment (``attndyn list``).
-        preset: ``small`` or ``paper``.
+        preset: ``tiny``, ``small`` or ``paper``.
         overrides: config fields replacing the preset's (validated; unknown keys are errors).
         out: the results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``).
         force: recompute stored runs instead of reading them.
+        control: a negative control of the experiment (its config overrides are applied last).
 
     Returns:
         The outcome: claims (each with value, target and verdict), the ``--json`` summary, the
         figure's path, the ids of every run used, and the results and measurements themselves.
     """
-    exp, config = experiment_config(name, preset, overrides or {})
+    exp, config = experiment_config(name, preset, overrides or {}, control)
     start = time.perf_counter()
     store = Store(out)
     ctx = RunContext(store=store, force=force)
     results = exp.run(config, ctx)
     measurements = exp.measure(config, results)
-    claims = exp.claims(config, measurements)
+    claims = checked_claims(exp, config, exp.claims(config, measurements))
+    preconditions = exp.preconditions(config, measurements)
     cfg = json.loads(config.model_dump_json())
     key = experiment_key(name, preset, config)
     figure = exp.figure(config, results, measurements, store.root / "figures" / f"{key}.png")
@@ -104,6 +158,9 @@ def run_experiment(
         claims=claims,
         summary=exp.summary(measurements),
         figure=figure,
+        preconditions=preconditions,
+        control=control,
+        expected_failures=exp.controls[control].fails if control else (),
         results=results,
         measurements=measurements,
     )

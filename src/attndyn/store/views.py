@@ -8,10 +8,12 @@
   family's field types come from its own runs only: integers, floats, booleans, text; a field
   mixing integers and floats is DOUBLE, any other mix VARCHAR);
 - ``observables``: run_id, seed, time, samples, step, name, value (one row per recorded value);
-- ``claims``: experiment, preset, key, claim, statement, value, target, passed, created, version;
-- ``experiments``: one row per stored experiment run: key, experiment, preset, passed, n_claims,
-  n_passed, wall_s, version, created, config (JSON), file; ``experiments_<experiment>`` as
-  ``runs_<family>``;
+- ``claims``: experiment, preset, key, claim, statement, value, ci_low, ci_high, n_seeds, target,
+  passed, created, version;
+- ``experiments``: one row per stored experiment run: key, experiment, preset, control (the
+  negative control's name, or NULL), verdict (passed, failed, invalid, or a control's verdict),
+  passed, n_claims, n_passed, wall_s, version, created, config (JSON), file;
+  ``experiments_<experiment>`` as ``runs_<family>``;
 - ``experiment_runs``: experiment, preset, key, run_id (which runs each experiment run used);
 - ``failures``: run_id, kind, name (family or experiment), sweep, error, traceback, config (JSON),
   host, created, version: runs whose last attempt failed;
@@ -69,6 +71,9 @@ CLAIM_COLUMNS = {
     "claim": "VARCHAR",
     "statement": "VARCHAR",
     "value": "DOUBLE",
+    "ci_low": "DOUBLE",
+    "ci_high": "DOUBLE",
+    "n_seeds": "BIGINT",
     "target": "VARCHAR",
     "passed": "BOOLEAN",
     "created": "VARCHAR",
@@ -90,6 +95,8 @@ EXPERIMENT_COLUMNS = {
     "key": "VARCHAR",
     "experiment": "VARCHAR",
     "preset": "VARCHAR",
+    "control": "VARCHAR",
+    "verdict": "VARCHAR",
     "passed": "BOOLEAN",
     "n_claims": "BIGINT",
     "n_passed": "BIGINT",
@@ -121,7 +128,9 @@ def _glob_view(
     if folder.is_dir() and any(p for p in folder.glob("*.parquet")):
         glob = _lit(str(folder / "*.parquet"))
         cols = ", ".join(_quote(c) for c in columns)
-        con.execute(f"CREATE VIEW {view} AS SELECT {cols} FROM read_parquet({glob})")
+        con.execute(
+            f"CREATE VIEW {view} AS SELECT {cols} FROM read_parquet({glob}, union_by_name = true)"
+        )
     else:
         _empty(con, view, columns)
 
@@ -257,7 +266,11 @@ def _experiment_views(con: duckdb.DuckDBPyConnection, folder: Path) -> list[tupl
                 "key": key,
                 "experiment": rec.get("experiment") or "",
                 "preset": rec.get("preset"),
-                "passed": all(c.get("passed") for c in claims),
+                "control": rec.get("control"),
+                "verdict": rec.get("verdict"),
+                "passed": rec.get("verdict", "passed") == "passed"
+                and bool(claims)
+                and all(c.get("passed") for c in claims),
                 "n_claims": len(claims),
                 "n_passed": sum(bool(c.get("passed")) for c in claims),
                 "wall_s": rec.get("wall_s"),
