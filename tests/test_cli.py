@@ -110,3 +110,20 @@ def test_results_folder_from_environment(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "env-results" / "runs").glob("*.parquet"))) == 1
+
+
+@pytest.mark.parametrize(
+    "args, field",
+    [
+        (["--control", "no-such-control"], "'control'"),
+        (["--preset", "huge"], "'preset'"),
+        (["--seed", "-1"], "seed"),
+    ],
+)
+def test_run_bad_input_one_line_exit_2_nothing_written(tmp_path, args, field):
+    out = tmp_path / "results"
+    proc = attndyn("run", "circuits-ode", *args, "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0]
+    assert not out.exists()

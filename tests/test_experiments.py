@@ -68,11 +68,30 @@ def test_run_json_contract_strict_exit_code_and_claims_view(tmp_path):
     proc = attndyn("run", "aim-parameterization", *TINY_PARAMETERIZATION, "--out", out, "--json")
     assert proc.returncode == 0, proc.stderr
     outcome = json.loads(proc.stdout)
-    assert set(outcome) == {"experiment", "preset", "run_ids", "claims", "summary", "figure"}
+    assert set(outcome) == {
+        "experiment",
+        "preset",
+        "control",
+        "verdict",
+        "run_ids",
+        "preconditions",
+        "claims",
+        "summary",
+        "figure",
+    }
     assert outcome["experiment"] == "aim-parameterization" and outcome["preset"] == "small"
     assert len(outcome["run_ids"]) == 11  # 2 d × (h1, h2) × 2 params + 2 direct h3 + 1 tied h3
     for claim in outcome["claims"]:
-        assert set(claim) == {"name", "statement", "value", "target", "passed"}
+        assert set(claim) == {
+            "name",
+            "statement",
+            "value",
+            "ci_low",
+            "ci_high",
+            "n_seeds",
+            "target",
+            "passed",
+        }
     strict = attndyn(
         "run", "aim-parameterization", *TINY_PARAMETERIZATION, "--out", out, "--strict"
     )

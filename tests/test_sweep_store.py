@@ -296,3 +296,27 @@ def test_export_bad_input(folder, monkeypatch, capsys, tmp_path):
     )
     assert code == 2 and "must be one of aim" in err
     assert os.listdir(tmp_path) == ["results"]
+
+
+def test_claims_view_reads_records_with_and_without_intervals(folder):
+    """Records written before claims had intervals (no ci_low/ci_high/n_seeds columns) and new
+    ones share the claims view; the old ones read NULL there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    store, ids = folder
+    new = experiment_record("exp-a", ids[:1])
+    new["claims"][0] |= {"ci_low": 0.5, "ci_high": 1.5, "n_seeds": 8}
+    store.write_experiment(new, "exp-a-small-1")
+    old = {"experiment": "exp-b", "preset": "small", "key": "exp-b-small-2", "claim": "c0"}
+    old |= {"statement": "s", "value": 2.0, "target": "t", "passed": True}
+    old |= {"created": "2026-01-01T00:00:00Z", "version": "0.0"}
+    pq.write_table(
+        pa.Table.from_pylist([old]), store.root / "experiments" / "exp-b-small-2.parquet"
+    )
+    rows = (
+        connect(store.root)
+        .execute("SELECT claim, value, ci_low, ci_high, n_seeds FROM claims ORDER BY claim")
+        .fetchall()
+    )
+    assert rows == [("c0", 2.0, None, None, None), ("c1", 1.0, 0.5, 1.5, 8)]

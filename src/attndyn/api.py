@@ -105,23 +105,29 @@ def run(
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,
+    control: str | None = None,
     **overrides: Any,
 ) -> ExperimentOutcome:
     """Run a registered experiment, check its claims, draw its figure and store its record.
 
     Args:
         name: a registered experiment (``attndyn list``), e.g. ``"aim-solvable"``.
-        preset: ``"small"`` (well under two minutes on two cores) or ``"paper"`` (the
-            published setting).
+        preset: ``"tiny"`` (seconds; run by the test suite), ``"small"`` (well under two
+            minutes on two cores) or ``"paper"`` (the published setting).
         out: results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``); the
             experiment's runs and its record are always stored, and stored runs are reused.
         force: recompute every run even when stored.
-        **overrides: fields of the experiment's config, applied on top of the preset.
+        control: a negative control of the experiment (a deliberately wrong model or scaling,
+            docs/claims.md): its overrides are applied last and its claims are expected to fail.
+        **overrides: fields of the experiment's config, applied on top of the preset (``seed``:
+            the seed offset, ``seeds``: their number).
 
     Returns:
         ExperimentOutcome with ``experiment`` and ``preset`` (str); ``config`` (dict, the
         validated config); ``claims`` (list of Claim: ``name``, ``statement``, ``value``,
-        ``target``, ``passed``); ``passed`` (bool, all claims); ``summary`` (dict of scalars);
+        ``ci_low``, ``ci_high``, ``n_seeds``, ``target``, ``passed``); ``preconditions``;
+        ``verdict`` (passed, failed, invalid, or a control's verdict); ``passed`` (bool: valid
+        and all claims); ``summary`` (dict of scalars);
         ``run_ids`` (list of str, the stored runs it used); ``figure`` (Path of the PNG under
         ``<out>/figures``); ``results`` (dict, the experiment's raw results, mostly
         Trajectories as returned by :func:`simulate` and :func:`predict`).
@@ -129,7 +135,7 @@ def run(
     Raises:
         InputError: unknown experiment or preset, or a bad override.
     """
-    return run_experiment(name, preset, overrides, out=out, force=force)
+    return run_experiment(name, preset, overrides, out=out, force=force, control=control)
 
 
 @dataclass
