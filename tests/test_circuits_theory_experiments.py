@@ -12,6 +12,8 @@ import pytest
 
 from attndyn import run
 from attndyn.api import results
+from attndyn.errors import InputError
+from attndyn.experiments.runner import experiment_config
 
 
 def test_circuits_ode_json_crossings(tmp_path):
@@ -29,7 +31,6 @@ def test_circuits_ode_json_crossings(tmp_path):
         "published-r0.1",
         "alpha-increases-with-r",
         "ov-decreases-with-r",
-        "path-depends-on-r-only",
     } == set(claims)
     assert all(c["passed"] for c in claims.values())
     rows = outcome["summary"]["crossings"]
@@ -40,6 +41,27 @@ def test_circuits_ode_json_crossings(tmp_path):
     }
     # five theory runs stored, one per r
     assert len(results(out).runs()) == 5
+
+
+@pytest.mark.parametrize(
+    "values, field",
+    [
+        ({"ratios": [0.1, 1.0, 10.0]}, "ratios"),
+        ({"n": 40.0}, "'n'"),
+        ({"stop_loss": 1e-3}, "stop_loss"),
+        ({"ratios": [1.0, 0.1, 0.01]}, "ratios"),
+    ],
+)
+def test_circuits_ode_refuses_configs_without_its_claims(values, field):
+    """The published rows are claimed only where they apply: elsewhere the config is refused
+    (naming the field) unless compare_published=false, which declares the two trend claims."""
+    with pytest.raises(InputError, match=field):
+        experiment_config("circuits-ode", "tiny", values)
+    if field != "ratios" or values["ratios"][0] < values["ratios"][-1]:
+        exp, config = experiment_config(
+            "circuits-ode", "tiny", {**values, "compare_published": False}
+        )
+        assert exp.claim_names(config) == ["alpha-increases-with-r", "ov-decreases-with-r"]
 
 
 @pytest.mark.slow  # 35 s on the loaded 2-core machine (two compilations, evaluation)
