@@ -74,6 +74,7 @@ def test_circuits_fixed_attention_runs_and_stores_claims(tmp_path):
         records=11,
         eval_size=256,
         lr=0.1,
+        seeds=2,
     )
     names = {c.name for c in outcome.claims}
     assert names == {
@@ -85,10 +86,18 @@ def test_circuits_fixed_attention_runs_and_stores_claims(tmp_path):
         "collapsed-sensitivity-still-rising",
         "factorised-sensitivity-decayed",
     }
-    assert all(c.value is not None for c in outcome.claims)
-    assert set(outcome.summary) == {"collapsed", "factorised"}
+    assert all(c.value is not None and c.n_seeds == 2 for c in outcome.claims)
+    assert set(outcome.summary) == {"collapsed", "factorised", "notebook_deviation"}
+    assert outcome.summary["notebook_deviation"] is None  # not the notebooks' lr × steps
     assert [row["alpha"] for row in outcome.summary["collapsed"]] == [0.2, 1.0]
     assert outcome.figure.is_file()
     stored = results(tmp_path / "r").query("SELECT claim FROM claims")
     assert set(stored["claim"]) == names
     assert len(outcome.run_ids) == 2
+
+
+def test_circuits_fixed_attention_refuses_unordered_alphas():
+    with pytest.raises(InputError, match="alphas"):
+        experiment_config("circuits-fixed-attention", "tiny", {"alphas": [0.6, 0.2]})
+    with pytest.raises(InputError, match="seeds"):
+        experiment_config("circuits-fixed-attention", "tiny", {"seeds": 1})

@@ -28,6 +28,16 @@ PINNED: dict[str, list[str]] = {
         "alpha-increases-with-r",
         "ov-decreases-with-r",
     ],
+    "circuits-fixed-attention": [
+        "collapsed-loss-larger-at-small-alpha",
+        "collapsed-sensitivity-larger-at-small-alpha",
+        "final-loss-decreasing-in-alpha-collapsed",
+        "final-loss-decreasing-in-alpha-factorised",
+        "factorised-loss-below-tenth-of-collapsed",
+        "collapsed-sensitivity-still-rising",
+        "factorised-sensitivity-decayed",
+    ],
+    "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
 }
 
 EXPERIMENTS = sorted(experiment_names())
