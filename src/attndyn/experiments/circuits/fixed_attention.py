@@ -30,6 +30,8 @@ Claims (95 % Student-t intervals over seeds, docs/claims.md):
 - ``factorised-sensitivity-decayed``: at the smallest α, the factorised sensitivity at the end
   over its peak over the run (< 0.1).
 
+Precondition: no seed of either run diverged (else the outcome is invalid).
+
 The notebooks' printed final losses (Fig. 3, seed 1234, epoch 500) are compared as a
 measurement, not a claim (``notebook_deviation`` in the summary, at the notebooks' lr × steps
 only, with the seed-to-seed spread beside it): the notebooks are one seed with fresh evaluation
@@ -55,6 +57,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from attndyn.experiments.base import (
+    Check,
     Claim,
     Control,
     Experiment,
@@ -253,7 +256,11 @@ class CircuitsFixedAttention(Experiment):
             "peak": float(peak.mean()),
         }
         m["notebook_deviation"] = self._notebook_deviation(config, results)
+        m["diverged"] = int(sum(int(results["runs"][ov]["diverged"].sum()) for ov in OVS))
         return m
+
+    def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
+        return [Check.compare("seeds diverged (both runs)", m["diverged"], "==", 0)]
 
     def _notebook_deviation(self, config: Config, results) -> dict[str, Any] | None:
         """Largest relative deviation of the first seed's final losses from the notebooks'

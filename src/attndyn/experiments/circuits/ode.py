@@ -24,6 +24,8 @@ That the path depends on the rates only through r (both η × c: same states at 
 crossing times ÷ c) is an identity of the flow (rescaling time), tested in
 tests/test_circuits_theory.py (``test_v3_path_invariance``), not a claim.
 
+Precondition: every r reaches L = ``stop_loss`` (else the outcome is invalid).
+
 Negative control ``swapped-rates`` (``swap_rates``): η_QK and η_OV exchanged (r → 1/r at the same
 labels), under which α decreases with the labelled r and the published rows are missed.
 
@@ -43,7 +45,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.experiments.base import Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.report.figures import save_figure
 
 # output of the authors' notebook Fig-4 Code/Simulated_Differential_equations.ipynb (arXiv
@@ -208,6 +210,7 @@ class CircuitsODE(Experiment):
             dev += [abs(last["mu_ov"] - ref["mu_ov"]), abs(last["mu_qk"] - ref["mu_qk"])]
             published[r] = max(dev)
         final = [self._at(crossings[r], config.stop_loss) for r in config.ratios]
+        crossed = all(np.isfinite(row["alpha"]) and np.isfinite(row["mu_ov"]) for row in final)
         a = [row["alpha"] for row in final]
         mu = [row["mu_ov"] for row in final]
         return {
@@ -218,7 +221,11 @@ class CircuitsODE(Experiment):
             "alpha_step": min(y - x for x, y in zip(a, a[1:], strict=False)),
             "ov_step": min(x - y for x, y in zip(mu, mu[1:], strict=False)),
             "n_thresholds": len(results["thresholds"]),
+            "every_r_crossed": bool(crossed),
         }
+
+    def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
+        return [Check(f"every r reached L = {config.stop_loss:g}", m["every_r_crossed"])]
 
     def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
         out = [

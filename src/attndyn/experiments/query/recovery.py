@@ -42,6 +42,8 @@ docs/claims/query-recovery.md):
   η E‖P_⊥ĝ‖²/(4Φ'(1)) (E‖P_⊥ĝ‖² measured at q = u from the simulator's gradient, Φ'(1) from
   the theory) within [1/``plateau_band``, ``plateau_band``] (bootstrap interval).
 
+Precondition: no seed of any run diverged (else the outcome is invalid).
+
 Negative control ``ode-time-x2`` (``theory_time_factor=2``): the ODE compared at twice the SGA's
 time (a wrong time unit), so the gap no longer shrinks with η and ``ode-tracking`` fails.
 
@@ -359,7 +361,11 @@ class QueryRecovery(Experiment):
         for key in ("phi_slope_pole", "phi_curv_equator", "pole_noise", "fit"):
             if key in results:
                 m[key] = results[key]
+        m["diverged"] = int(sum(int(tr["diverged"].sum()) for tr in sims.values()))
         return m
+
+    def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
+        return [Check.compare("seeds diverged (every run)", m["diverged"], "==", 0)]
 
     @staticmethod
     def _measure_tracking(config: Config, results: dict[str, Any], m: dict[str, Any]) -> None:
