@@ -40,7 +40,8 @@ docs/claims/query-recovery.md):
   √(η_min/η_max), the geometric midpoint between ∝ η (the leading order) and η-independent;
 - ``plateau-theory``: the measured plateau gap at the smallest η over the prediction
   η E‖P_⊥ĝ‖²/(4Φ'(1)) (E‖P_⊥ĝ‖² measured at q = u from the simulator's gradient, Φ'(1) from
-  the theory) within [1/``plateau_band``, ``plateau_band``] (bootstrap interval).
+  the theory) within [1/``plateau_band``, ``plateau_band``] (the plateau's Student-t interval
+  over the prediction).
 
 Precondition: no seed of any run diverged (else the outcome is invalid).
 
@@ -53,8 +54,9 @@ O(n)-scalar sampler of the (α, b) chain, docs/query-reduced-sampler.md); ``trac
 the full simulator.
 
 Presets: ``tiny`` runs only the nuisance case (n_N = 5000, n_I = 100, 8 seeds, full sampler)
-and the tracking case at two steps (32 seeds; docs/claims/query-recovery.md); ``small`` as above; ``paper``: d = 128, the full sampler for every case, 1000 steps for
-the nuisance case, the weak case 8000 steps × batch 4 with η₀ = 4, k₀ = 100 (at d = 128 the weak
+and the tracking case at two steps (32 seeds; docs/claims/query-recovery.md); ``small`` as above
+(30 seeds per recovery case, 8 per tracking and plateau step); ``paper``: d = 128, the full
+sampler for every case, 1000 steps for the nuisance case, the weak case 8000 steps × batch 4 with η₀ = 4, k₀ = 100 (at d = 128 the weak
 landscape is flatter), 30 tracking seeds, η down to 0.00625, 16384 Monte Carlo draws, the ODE
 overlaid on the recovery cases. Theory constants at each law, measured values and timings:
 docs/experiments.md.
