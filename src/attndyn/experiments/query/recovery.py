@@ -45,8 +45,10 @@ docs/claims/query-recovery.md):
 
 Precondition: no seed of any run diverged (else the outcome is invalid).
 
-Negative control ``ode-time-x2`` (``theory_time_factor=2``): the ODE compared at twice the SGA's
-time (a wrong time unit), so the gap no longer shrinks with η and ``ode-tracking`` fails.
+Negative controls: ``ode-time-x2`` (``theory_time_factor=2``): the ODE compared at twice the
+SGA's time (a wrong time unit), so the gap no longer shrinks with η and ``ode-tracking`` fails;
+``no-signal`` (θ = 10⁻⁶ in both recovery cases): no token carries the latent direction, so
+``nuisance-recovery`` (and ``weak-recovery`` where it runs) fails.
 
 Samplers: the ``nuisance`` and ``weak`` runs use ``sampler`` (default ``reduced``: the exact
 O(n)-scalar sampler of the (α, b) chain, docs/query-reduced-sampler.md); ``tracking`` and
@@ -276,6 +278,13 @@ class QueryRecovery(Experiment):
             ("ode-tracking",),
             "the ODE read at twice the SGA's time t = Σ η_k (a wrong time unit): the gap tends "
             "to sup |m(t) − m(2t)| > 0 instead of shrinking with η",
+        ),
+        "no-signal": Control(
+            {"theta": 1e-6, "weak_theta": 1e-6},
+            ("nuisance-recovery",),
+            "the informative tokens carry no signal (θ = 10⁻⁶ in both recovery cases: every "
+            "token is a nuisance): |m| stays at its random level, so recovery must fail; the "
+            "claim cannot be met by the projection or the step schedule alone",
         ),
     }
 
