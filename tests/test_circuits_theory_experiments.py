@@ -12,6 +12,8 @@ import pytest
 
 from attndyn import run
 from attndyn.api import results
+from attndyn.errors import InputError
+from attndyn.experiments.runner import experiment_config
 
 
 def test_circuits_ode_json_crossings(tmp_path):
@@ -29,7 +31,6 @@ def test_circuits_ode_json_crossings(tmp_path):
         "published-r0.1",
         "alpha-increases-with-r",
         "ov-decreases-with-r",
-        "path-depends-on-r-only",
     } == set(claims)
     assert all(c["passed"] for c in claims.values())
     rows = outcome["summary"]["crossings"]
@@ -42,6 +43,27 @@ def test_circuits_ode_json_crossings(tmp_path):
     assert len(results(out).runs()) == 5
 
 
+@pytest.mark.parametrize(
+    "values, field",
+    [
+        ({"ratios": [0.1, 1.0, 10.0]}, "ratios"),
+        ({"n": 40.0}, "'n'"),
+        ({"stop_loss": 1e-3}, "stop_loss"),
+        ({"ratios": [1.0, 0.1, 0.01]}, "ratios"),
+    ],
+)
+def test_circuits_ode_refuses_configs_without_its_claims(values, field):
+    """The published rows are claimed only where they apply: elsewhere the config is refused
+    (naming the field) unless compare_published=false, which declares the two trend claims."""
+    with pytest.raises(InputError, match=field):
+        experiment_config("circuits-ode", "tiny", values)
+    if field != "ratios" or values["ratios"][0] < values["ratios"][-1]:
+        exp, config = experiment_config(
+            "circuits-ode", "tiny", {**values, "compare_published": False}
+        )
+        assert exp.claim_names(config) == ["alpha-increases-with-r", "ov-decreases-with-r"]
+
+
 @pytest.mark.slow  # 35 s on the loaded 2-core machine (two compilations, evaluation)
 def test_circuits_fixed_attention_runs_and_stores_claims(tmp_path):
     outcome = run(
@@ -52,6 +74,7 @@ def test_circuits_fixed_attention_runs_and_stores_claims(tmp_path):
         records=11,
         eval_size=256,
         lr=0.1,
+        seeds=2,
     )
     names = {c.name for c in outcome.claims}
     assert names == {
@@ -63,10 +86,18 @@ def test_circuits_fixed_attention_runs_and_stores_claims(tmp_path):
         "collapsed-sensitivity-still-rising",
         "factorised-sensitivity-decayed",
     }
-    assert all(c.value is not None for c in outcome.claims)
-    assert set(outcome.summary) == {"collapsed", "factorised"}
+    assert all(c.value is not None and c.n_seeds == 2 for c in outcome.claims)
+    assert set(outcome.summary) == {"collapsed", "factorised", "notebook_deviation"}
+    assert outcome.summary["notebook_deviation"] is None  # not the notebooks' lr × steps
     assert [row["alpha"] for row in outcome.summary["collapsed"]] == [0.2, 1.0]
     assert outcome.figure.is_file()
     stored = results(tmp_path / "r").query("SELECT claim FROM claims")
     assert set(stored["claim"]) == names
     assert len(outcome.run_ids) == 2
+
+
+def test_circuits_fixed_attention_refuses_unordered_alphas():
+    with pytest.raises(InputError, match="alphas"):
+        experiment_config("circuits-fixed-attention", "tiny", {"alphas": [0.6, 0.2]})
+    with pytest.raises(InputError, match="seeds"):
+        experiment_config("circuits-fixed-attention", "tiny", {"seeds": 1})

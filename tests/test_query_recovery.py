@@ -1,5 +1,6 @@
-"""query-recovery experiment: a reduced preset (≈ 60 s, mostly compilation: slow) runs through the CLI, stores its claims and the
-JSON summary keys; presets validate; claims evaluate the measurements they state."""
+"""query-recovery experiment: a reduced preset (≈ 60 s, mostly compilation: slow) runs through
+the CLI, stores its claims and the JSON summary keys; presets validate; cases declare their
+claims; the seed offset reaches every case; claims evaluate the measurements they state."""
 
 from __future__ import annotations
 
@@ -49,19 +50,21 @@ def test_reduced_preset_runs_and_stores_claims(tmp_path):
         "weak-recovery",
         "sign-split",
         "ode-tracking",
-        "ode-gap-shrinks",
         "constant-plateau",
         "plateau-theory",
     }
     summary = outcome["summary"]
-    for key in ("mean_final_alignment", "n_plus", "n_minus", "ode_gap"):
+    for key in ("mean_final_alignment", "n_plus", "n_minus", "ode_gap_exponent"):
         assert key in summary
     assert summary["n_plus"] + summary["n_minus"] == 8  # both cases, 4 seeds each
     assert 0.0 <= summary["mean_final_alignment"] <= 1.0 + 1e-6
     # the claim values are the summary's numbers
     by_name = {c["name"]: c for c in outcome["claims"]}
     assert by_name["nuisance-recovery"]["value"] == pytest.approx(summary["mean_final_alignment"])
-    assert by_name["ode-tracking"]["value"] == pytest.approx(summary["ode_gap"])
+    assert by_name["nuisance-recovery"]["n_seeds"] == 4
+    exponent = summary["ode_gap_exponent"]
+    assert by_name["ode-tracking"]["value"] == pytest.approx(exponent["value"])
+    assert by_name["ode-tracking"]["ci_low"] == pytest.approx(exponent["low"])
     rows = json.loads(
         _cli("query", "SELECT claim FROM claims", "--out", out, "--json").stdout or "[]"
     )
@@ -76,3 +79,37 @@ def test_presets_validate_and_bad_input():
     assert paper.sampler == "full" and paper.seeds == 30
     with pytest.raises(InputError, match="sampler"):
         experiment_config("query-recovery", "small", {"sampler": "fast"})
+    with pytest.raises(InputError, match="track_etas"):
+        experiment_config("query-recovery", "small", {"track_etas": [0.05, 0.1]})
+    with pytest.raises(InputError, match="cases"):
+        experiment_config("query-recovery", "small", {"cases": ["weak", "weak"]})
+
+
+def test_cases_declare_their_claims():
+    """Each case declares its claims (none is dropped silently): the recovery cases their
+    recovery claims and the pooled sign split, tracking the ODE claim, plateau two claims."""
+    exp, small = experiment_config("query-recovery", "small", {})
+    assert exp.claim_names(small) == [
+        "nuisance-recovery",
+        "weak-recovery",
+        "sign-split",
+        "ode-tracking",
+        "constant-plateau",
+        "plateau-theory",
+    ]
+    _, config = experiment_config("query-recovery", "small", {"cases": ["plateau"]})
+    assert exp.claim_names(config) == ["constant-plateau", "plateau-theory"]
+    _, config = experiment_config("query-recovery", "small", {"cases": ["weak"]})
+    assert exp.claim_names(config) == ["weak-recovery", "sign-split"]
+
+
+def test_seed_offset_reaches_every_case():
+    """The weak case runs the ``seeds`` seeds after the nuisance case's; the constant-step runs
+    start at the offset too."""
+    from attndyn.experiments.query.recovery import plateau_values, recovery_values, tracking_values
+
+    _, config = experiment_config("query-recovery", "small", {"seed": 7, "seeds": 5})
+    assert recovery_values(config, "nuisance")["seed"] == 7
+    assert recovery_values(config, "weak")["seed"] == 12
+    assert tracking_values(config, 0.1)["seed"] == 7
+    assert plateau_values(config, 0.1)["seed"] == 7
