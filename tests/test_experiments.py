@@ -14,6 +14,8 @@ TINY_PARAMETERIZATION = [
     "--set",
     "d_h3=[12, 16]",
     "--set",
+    "d_h3_tied=[12, 16]",
+    "--set",
     "seeds=2",
     "--set",
     "t_max=0.05",
@@ -70,7 +72,7 @@ def test_run_json_contract_strict_exit_code_and_claims_view(tmp_path):
     outcome = json.loads(proc.stdout)
     assert set(outcome) == {"experiment", "preset", "run_ids", "claims", "summary", "figure"}
     assert outcome["experiment"] == "aim-parameterization" and outcome["preset"] == "small"
-    assert len(outcome["run_ids"]) == 11  # 2 d × (h1, h2) × 2 params + 2 direct h3 + 1 tied h3
+    assert len(outcome["run_ids"]) == 12  # 2 d × 3 activations × 2 params
     for claim in outcome["claims"]:
         assert set(claim) == {"name", "statement", "value", "target", "passed"}
     strict = attndyn(

@@ -28,9 +28,12 @@ covers), not something the dynamics adds. The claims therefore test Eq. 20's d/�
 
 Preconditions: every seed crossed the threshold within the horizon, no seed diverged.
 
-The optional learning-rate sweep (``lr_sweep``, the paper preset) runs every d at α_d = c'/(d log d)
-for each c' in the list and reports, per d, N_wr and t* at each rate and the smallest N_wr over
-the rates at which every seed stayed finite and crossed; it carries no claim (docs/claims/).
+The optional learning-rate sweep (``lr_sweep``, in the paper preset; no claim) runs every d at
+α_d = c'/(d log d) for each c' with online SGD (``sweep_batch`` = 1, Eq. 7) and reports, per d,
+N_wr, t* and diverged seeds at each rate, the stability bracket of α_d·d, and the smallest N_wr
+over the stable rates. If the largest stable rate scales like 1/d rather than 1/(d log d), that
+smallest N_wr grows like d², and the log d of Eq. 21 is the theorem's sufficient rate, not a
+property of SGD (measured: docs/claims/aim-recovery-scaling.md).
 
 Choices (float32; the measurements behind them, and timings, in docs/experiments.md and
 docs/claims/aim-recovery-scaling.md): activation h1 (Γ_12 = −1 for every q, Eq. 17 slope 0.5 at
@@ -79,9 +82,11 @@ class Config(ExperimentConfig):
     lr_sweep: list[float] = Field(
         [], description="extra step constants c' (α_d = c'/(d log d)) run at every d, no claim"
     )
+    sweep_batch: int = Field(1, ge=1, description="batch of the sweep runs (1: online SGD, Eq. 7)")
 
 
 def _sim_config(config: Config, d: int, lr: float | None = None) -> dict[str, Any]:
+    """The run at dimension d; with ``lr`` a sweep run (α_d = lr/(d log d), ``sweep_batch``)."""
     return dict(
         d=d,
         L=1,
@@ -89,7 +94,7 @@ def _sim_config(config: Config, d: int, lr: float | None = None) -> dict[str, An
         activation=config.activation,
         lr=config.lr if lr is None else lr,
         lr_scaling=config.lr_scaling if lr is None else "dlogd",
-        batch=config.batch,
+        batch=config.batch if lr is None else config.sweep_batch,
         seeds=config.seeds,
         seed=config.seed,
         t_max=config.t_max,
@@ -162,7 +167,7 @@ class AIMRecoveryScaling(Experiment):
             "seeds": 16,
             "batch": 256,
             "t_max": 0.5,
-            "lr_sweep": [0.1, 0.2, 0.4, 0.8, 1.6, 3.2],
+            "lr_sweep": [0.5, 0.71, 1.0, 1.41, 2.0, 2.83, 4.0, 5.66, 8.0],
         },
     }
     controls = {
@@ -343,28 +348,31 @@ class AIMRecoveryScaling(Experiment):
 
 
 def _sweep(config: Config, sims: dict[tuple[float, int], Any]) -> dict[str, Any]:
-    """Per rate constant c' and d: seed-mean N_wr, t* and finite/crossed seeds; per d the smallest
-    N_wr over the rates at which every seed stayed finite and crossed, and the log power k of
-    that best N_wr (N ∝ d² (log d)^k)."""
+    """Per rate constant c' (α_d = c'/(d log d), sorted) and d: seed-mean N_wr and t*, diverged
+    seeds; per d the stability bracket α_d·d at the largest c' with no diverged seed below the
+    first c' with one, and the smallest N_wr over the rates up to that bracket (every seed
+    finite and crossed), with its log power k (N ∝ d² (log d)^k)."""
     from attndyn.models.aim.theory import recovery as R
 
-    rates = [config.lr, *config.lr_sweep]
-    table: dict[str, list[list[float]]] = {"n_wr": [], "t_cross": [], "ok": []}
+    rates = sorted(config.lr_sweep)
+    table: dict[str, list[list[float]]] = {"n_wr": [], "t_cross": [], "diverged": []}
+    stable_ad, diverged_ad, best = [], [], []
     for d in config.d:
         rows = {k: [] for k in table}
-        for c in config.lr_sweep:
+        for c in rates:
             traj = sims[(c, d)]
             n = R.n_wr(traj, config.threshold, kind="tied")
-            ok = bool(np.all(np.isfinite(n)) and not traj["diverged"].any())
             per_time = float(traj["time"].values[-1] / traj["samples"].values[-1])
             rows["n_wr"].append(float(np.mean(n)))
             rows["t_cross"].append(float(np.mean(n) * per_time))
-            rows["ok"].append(ok)
+            rows["diverged"].append(int(traj["diverged"].sum()))
         for k in table:
             table[k].append(rows[k])
-    best = []
-    for i in range(len(config.d)):
-        good = [n for n, ok in zip(table["n_wr"][i], table["ok"][i], strict=True) if ok]
+        first_bad = next((i for i, v in enumerate(rows["diverged"]) if v), len(rates))
+        ad = [c / np.log(d) for c in rates]  # α_d·d
+        stable_ad.append(ad[first_bad - 1] if first_bad > 0 else float("nan"))
+        diverged_ad.append(ad[first_bad] if first_bad < len(rates) else float("nan"))
+        good = [n for n in rows["n_wr"][:first_bad] if np.isfinite(n)]
         best.append(min(good) if good else float("nan"))
     ds = np.asarray(config.d, float)
     k = (
@@ -372,4 +380,11 @@ def _sweep(config: Config, sims: dict[tuple[float, int], Any]) -> dict[str, Any]
         if np.all(np.isfinite(best))
         else float("nan")
     )
-    return {"rates": rates[1:], **table, "best_n_wr": best, "best_log_power": k}
+    return {
+        "rates": rates,
+        **table,
+        "largest_stable_alpha_d": stable_ad,
+        "smallest_diverging_alpha_d": diverged_ad,
+        "best_n_wr": best,
+        "best_log_power": k,
+    }
