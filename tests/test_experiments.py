@@ -14,8 +14,6 @@ TINY_PARAMETERIZATION = [
     "--set",
     "d_h3=[12, 16]",
     "--set",
-    "d_h3_tied=[12, 16]",
-    "--set",
     "seeds=2",
     "--set",
     "t_max=0.05",

@@ -61,10 +61,7 @@ class Config(ExperimentConfig):
     )
     d: list[int] = Field([64, 128], min_length=2, description="dimensions for h1, h2 (increasing)")
     d_h3: list[int] = Field(
-        [48, 64], min_length=2, description="dimensions for direct h3 (increasing)"
-    )
-    d_h3_tied: list[int] = Field(
-        [64, 80], min_length=2, description="dimensions for tied h3 (SGD diverges below 64)"
+        [64, 80], min_length=2, description="dimensions for h3 (increasing; tied SGD diverges <64)"
     )
     seeds: int = Field(16, ge=2)
     lr: float = Field(0.05, gt=0, description="α_d = lr/(d log d) for h1, h2")
@@ -72,19 +69,17 @@ class Config(ExperimentConfig):
     lr_h3_tied: float = Field(0.001, gt=0, description="α_d for tied h3 (G⁴ curvature)")
     batch: int = Field(32, ge=1)
     t_max: float = Field(1.0, gt=0, description="tied horizon for h1, h2; direct S gets t_max/4")
-    t_max_h3: float = Field(0.3, gt=0, description="tied horizon for h3; direct S gets 1/4 of it")
+    t_max_h3: float = Field(0.45, gt=0, description="tied horizon for h3; direct S gets 1/4 of it")
     late_factor: float = Field(1.5, ge=1, description="second horizon = late_factor·t_max")
     records: int = Field(20, ge=4, description="records up to t_max (linear grid)")
-    shrink_claims: bool = Field(
-        True, description="claim direct-{h2,h3}-shrinks (needs ≥ 16 seeds to resolve)"
+    shrink_claims: list[Literal["h2", "h3"]] = Field(
+        ["h2"], description="activations with a direct-{act}-shrinks claim (resolution: docs)"
     )
     swap: bool = Field(False, description="control: the tied arm runs direct S and vice versa")
 
 
-def dims(config: Config, activation: str, arm: str = "direct") -> list[int]:
-    if activation != "h3":
-        return config.d
-    return config.d_h3_tied if arm == "tied" else config.d_h3
+def dims(config: Config, activation: str) -> list[int]:
+    return config.d_h3 if activation == "h3" else config.d
 
 
 def _run_values(config: Config, arm: str, act: str, d: int) -> dict[str, Any]:
@@ -161,13 +156,13 @@ class AIMParameterization(Experiment):
             "seeds": 8,
             "batch": 64,
             "t_max": 0.6,
-            "shrink_claims": False,
+            "shrink_claims": [],
         },
         "small": {},
         "paper": {
             "d": [100, 200, 400],
             "d_h3": [100, 200, 400],
-            "d_h3_tied": [100, 200, 400],
+            "shrink_claims": ["h2", "h3"],
             "seeds": 8,
             "records": 40,
         },
@@ -186,7 +181,7 @@ class AIMParameterization(Experiment):
         for act in ("h2", "h3"):
             if act in config.activations:
                 names.append(f"direct-{act}-trapped")
-                if config.shrink_claims:
+                if act in config.shrink_claims:
                     names.append(f"direct-{act}-shrinks")
                 names.append(f"tied-{act}-recovers")
         if "h1" in config.activations:
@@ -202,7 +197,7 @@ class AIMParameterization(Experiment):
             if act not in config.activations:
                 continue
             for arm in ("direct", "tied"):
-                for d in dims(config, act, arm):
+                for d in dims(config, act):
                     sims[(arm, act, d)] = ctx.simulate("aim", **_run_values(config, arm, act, d))
         return {"sims": sims}
 
@@ -253,7 +248,7 @@ class AIMParameterization(Experiment):
             )
             ratios = {k: Interval(**v) for k, v in m["shrink"].items() if k.startswith(act)}
             where, value = _worst(ratios, "high")
-            if config.shrink_claims:
+            if act in config.shrink_claims:
                 out.append(
                     Claim.below(
                         f"direct-{act}-shrinks",
@@ -268,7 +263,7 @@ class AIMParameterization(Experiment):
                 Claim.at_least(
                     f"tied-{act}-recovers",
                     f"tied with {act}: overlap/p₂₂ (p_12), seed mean, worst over d = "
-                    f"{dims(config, act, 'tied')} and horizons (here {where})",
+                    f"{dims(config, act)} and horizons (here {where})",
                     value,
                     RECOVERED,
                 )
@@ -298,7 +293,7 @@ class AIMParameterization(Experiment):
         fig, axes = plt.subplots(1, len(acts), figsize=(4 * len(acts), 3.6), squeeze=False)
         for ax, act in zip(axes[0], acts, strict=True):
             for arm, colour in (("tied", "C0"), ("direct", "C1")):
-                d = dims(config, act, arm)[-1]
+                d = dims(config, act)[-1]
                 scale = d**2 * np.log(d)
                 traj = sims[(arm, act, d)]
                 n = traj["samples"].values / scale
