@@ -39,7 +39,7 @@ Choices (float32; the measurements behind them, and timings, in docs/experiments
 docs/claims/aim-recovery-scaling.md): activation h1 (Γ_12 = −1 for every q, Eq. 17 slope 0.5 at
 d → ∞); threshold c = 0.1 (a fifth of p̄_22 = 0.5); lr = 0.05, batch 32, 24 seeds, records every
 Δt = 0.005 up to t = 0.6. ``paper``: d = 64, 128, 256, 512, 16 seeds, batch 256, t ≤ 0.5 (cost
-∝ d⁴ log d), plus the rate sweep.
+∝ d⁴ log d), plus the rate sweep c' = 0.5 … 16 on a √2 grid (≈ 1.5 h more on two cores).
 """
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ class AIMRecoveryScaling(Experiment):
             "seeds": 16,
             "batch": 256,
             "t_max": 0.5,
-            "lr_sweep": [0.5, 0.71, 1.0, 1.41, 2.0, 2.83, 4.0, 5.66, 8.0],
+            "lr_sweep": [0.5, 0.71, 1.0, 1.41, 2.0, 2.83, 4.0, 5.66, 8.0, 11.3, 16.0],
         },
     }
     controls = {
