@@ -38,6 +38,8 @@ PINNED: dict[str, list[str]] = {
         "factorised-sensitivity-decayed",
     ],
     "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
+    "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
+    "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17"],
 }
 
 EXPERIMENTS = sorted(experiment_names())

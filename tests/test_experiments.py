@@ -80,7 +80,7 @@ def test_run_json_contract_strict_exit_code_and_claims_view(tmp_path):
         "figure",
     }
     assert outcome["experiment"] == "aim-parameterization" and outcome["preset"] == "small"
-    assert len(outcome["run_ids"]) == 11  # 2 d × (h1, h2) × 2 params + 2 direct h3 + 1 tied h3
+    assert len(outcome["run_ids"]) == 12  # 2 d × 3 activations × 2 params
     for claim in outcome["claims"]:
         assert set(claim) == {
             "name",
