@@ -8,21 +8,6 @@ import pytest
 
 from attndyn.experiments import experiment_names, get_experiment, list_experiments
 
-TINY_PARAMETERIZATION = [
-    "--set",
-    "d=[12, 16]",
-    "--set",
-    "d_h3=[12, 16]",
-    "--set",
-    "seeds=2",
-    "--set",
-    "t_max=0.05",
-    "--set",
-    "t_max_h3=0.01",
-    "--set",
-    "records=4",
-]
-
 
 def attndyn(*args, timeout=600):
     return subprocess.run(
@@ -35,7 +20,7 @@ def test_every_registered_experiment_has_presets_and_a_description():
     for name, description in list_experiments():
         exp = get_experiment(name)
         assert description and "\n" not in description
-        assert set(exp.presets) == {"small", "paper"}
+        assert set(exp.presets) == {"tiny", "small", "paper"}
         for preset in exp.presets.values():
             exp.Config(**preset)  # presets validate
 
@@ -63,9 +48,10 @@ def test_run_bad_input_exit_2(tmp_path, args, field):
     assert not (tmp_path / "r").exists()
 
 
-def test_run_json_contract_strict_exit_code_and_claims_view(tmp_path):
+def test_run_json_contract_strict_exit_code_control_and_claims_view(tmp_path):
     out = str(tmp_path / "r")
-    proc = attndyn("run", "aim-parameterization", *TINY_PARAMETERIZATION, "--out", out, "--json")
+    tiny = ("run", "aim-parameterization", "--preset", "tiny", "--out", out)
+    proc = attndyn(*tiny, "--json")
     assert proc.returncode == 0, proc.stderr
     outcome = json.loads(proc.stdout)
     assert set(outcome) == {
@@ -79,8 +65,8 @@ def test_run_json_contract_strict_exit_code_and_claims_view(tmp_path):
         "summary",
         "figure",
     }
-    assert outcome["experiment"] == "aim-parameterization" and outcome["preset"] == "small"
-    assert len(outcome["run_ids"]) == 12  # 2 d × 3 activations × 2 params
+    assert outcome["experiment"] == "aim-parameterization" and outcome["preset"] == "tiny"
+    assert outcome["control"] is None and outcome["verdict"] == "passed"
     for claim in outcome["claims"]:
         assert set(claim) == {
             "name",
@@ -92,15 +78,24 @@ def test_run_json_contract_strict_exit_code_and_claims_view(tmp_path):
             "target",
             "passed",
         }
-    strict = attndyn(
-        "run", "aim-parameterization", *TINY_PARAMETERIZATION, "--out", out, "--strict"
-    )
-    all_passed = all(c["passed"] for c in outcome["claims"])
-    assert strict.returncode == (0 if all_passed else 1)
+        assert claim["n_seeds"] == 8 and claim["ci_low"] <= claim["value"] <= claim["ci_high"]
+    assert attndyn(*tiny, "--strict").returncode == 0
+    # the negative control: its claims fail, so --strict exits 0 only because they failed
+    control = attndyn(*tiny, "--control", "param-swapped", "--strict", "--json")
+    assert control.returncode == 0, control.stderr
+    record = json.loads(control.stdout)
+    assert record["verdict"] == "control-failed-as-expected"
+    assert not any(c["passed"] for c in record["claims"])
     rows = json.loads(
-        attndyn("query", "SELECT claim, passed FROM claims", "--out", out, "--json").stdout
+        attndyn(
+            "query",
+            "SELECT claim, n_seeds, passed FROM claims WHERE key LIKE '%tiny%'",
+            "--out",
+            out,
+            "--json",
+        ).stdout
     )
-    assert {r["claim"] for r in rows} == {c["name"] for c in outcome["claims"]}
+    assert len(rows) == 2 * len(outcome["claims"]) and {r["n_seeds"] for r in rows} == {8}
 
 
 @pytest.mark.slow
