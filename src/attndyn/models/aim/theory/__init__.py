@@ -40,7 +40,7 @@ from attndyn.models.aim.theory.initial import (
     n_student,
     time_grid,
 )
-from attndyn.models.aim.theory.potential import potential_for
+from attndyn.models.aim.theory.potential import cached_potential
 from attndyn.models.aim.theory.untied import predict_untied
 
 __all__ = [
@@ -121,7 +121,7 @@ def predict(config: AIMTheoryConfig) -> xr.Dataset:
         )
     axes, samples = time_grid(config)
     times = axes["time"]
-    potential = potential_for(config, log2_qmc=config.quad_log2)
+    potential = cached_potential(config, config.quad_log2)
     K = potential.K
     trainable = tuple(range(1, n_student(config) + 1))
     method = config.resolved_method
