@@ -208,14 +208,25 @@ class AIMTruncation(Experiment):
             th = {**base, "records": config.theory_records, "quad_log2": config.quad_log2}
             one = {**th, "seeds": 1, "moment_degree": 3}
             flow = ctx.predict("aim", **one, method="matrix-flow")
+            # the radius estimate (attrs) for the largest M at γ = 0 only
             trunc = {
-                m: ctx.predict("aim", **one, method="hierarchy", truncation=m)
+                m: ctx.predict(
+                    "aim",
+                    **one,
+                    method="hierarchy",
+                    truncation=m,
+                    estimate_radius=key == "gamma0" and m == m_max,
+                )
                 for m in config.truncations
             }
             # the largest truncation from each seed's own initial moments, for that seed's SGD
             per_seed = [trunc[m_max]] + [
                 ctx.predict(
-                    "aim", **{**one, "seed": config.seed + s}, method="hierarchy", truncation=m_max
+                    "aim",
+                    **{**one, "seed": config.seed + s},
+                    method="hierarchy",
+                    truncation=m_max,
+                    estimate_radius=False,
                 )
                 for s in range(1, config.seeds)
             ]
@@ -273,9 +284,8 @@ class AIMTruncation(Experiment):
         g0["ratio_inside"] = _ratio([g0["at_inside"][m] for m in ms], ms)
         lost = np.nonzero(g0["beaten"])[0]
         g0["horizon"] = float(times[lost[0]]) if len(lost) else float("inf")
-        g0["radius_estimate"] = float(
-            results["gamma0"]["trunc"][m_max].attrs.get("truncation_radius", np.nan)
-        )
+        radius = results["gamma0"]["trunc"][m_max].attrs.get("truncation_radius")
+        g0["radius_estimate"] = float("inf") if radius is None else float(radius)
         large = out["large"]
         large["sup"] = {m: float(np.max(large["errors"][m])) for m in ms}
         large["ratio_sup"] = _ratio([large["sup"][m] for m in ms], ms)
