@@ -36,7 +36,7 @@ is interpolated to the SGD record times.
 Negative controls: ``sgd-half-gamma`` (SGD of the large-γ regime run at γ/2 against the theory
 at γ), ``sgd-beta-2x`` (SGD at 2β against the theory at β).
 
-Presets: ``tiny`` d = 48, M = 2..4, 3 seeds, a coarser quadrature (``quad_log2`` 10); ``small``
+Presets: ``tiny`` d = 48, M = 2..4, 4 seeds, a coarser quadrature (``quad_log2`` 10); ``small``
 d = 96, M = 2..6, 4 seeds; ``paper`` d = 400, lr 0.01 and batch 512 read as a batch mean
 (α_d = 0.01/512 per sample, docs/aim-paper-notes.md §9), M = 2..8, t ≤ 3. Measured values and
 timings: docs/claims/aim-truncation.md, docs/experiments.md.
