@@ -14,7 +14,8 @@ Methods (``method``):
   matrix flow (at γ = 0 the truncation converges
   in M only for t below a finite radius, docs/aim-solvable.md).
 
-Tied runs record in their attrs ``truncation_radius``: the first time on a fine log grid of
+Tied runs of ``auto`` and ``hierarchy`` (unless ``estimate_radius=False``) record in their
+attrs ``truncation_radius``: the first time on a fine log grid of
 [0, t_max] at which the increments of the hierarchy in its degree stop decreasing,
 |μ^{M+2} − μ^{M+1}| ≥ |μ^{M+1} − μ^M| (max over t_k, q_kl; inf if they never do before 2t_max):
 the ratio test of the truncation sequence, whose radius in t it estimates (for App. D.3 it
@@ -74,8 +75,8 @@ class AIMTheoryConfig(AIMConfig):
     truncation: int = Field(6, ge=2, le=12, description="degree M of the truncated hierarchy")
     estimate_radius: bool = Field(
         True,
-        description="tied: estimate the hierarchy's radius in t (attr truncation_radius; auto "
-        "needs it)",
+        description="tied, method hierarchy: estimate its radius in t (attr truncation_radius; "
+        "auto always does)",
     )
     rtol: float = Field(1e-8, gt=0, lt=1e-2, description="relative tolerance of the ODE solver")
     quad_log2: int = Field(
@@ -142,7 +143,8 @@ def predict(config: AIMTheoryConfig) -> xr.Dataset:
     trainable = tuple(range(1, n_student(config) + 1))
     method = config.resolved_method
     attrs: dict = {}
-    if config.param == "tied" and (config.estimate_radius or config.method == "auto"):
+    hierarchy_asked = config.method == "hierarchy" and config.estimate_radius
+    if config.param == "tied" and (config.method == "auto" or hierarchy_asked):
         radius = truncation_radius(config, potential, trainable)
         attrs["truncation_radius"] = radius
         if config.method == "auto":
