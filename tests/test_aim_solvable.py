@@ -166,17 +166,21 @@ def test_riccati_matches_paper_form_when_invertible():
     np.testing.assert_allclose(riccati_flow(S0, S2, t), paper, rtol=1e-9, atol=1e-12)
 
 
-def test_eigenvalue_flow_is_riccati_with_identity_teacher():
-    """S2 = cI: the closed form of Eq. 343 acts on each eigenvalue of S1(0) by Eq. 347."""
+@pytest.mark.parametrize("gamma", [0.0, 2.0])
+def test_identity_teacher_path_matches_integration(gamma):
+    """S2 = cI: riccati_flow acts on each eigenvalue of S1(0) by Eq. 347 (with c → c − γ/8);
+    checked against DOP853 on Eq. 342 and against the general (Woodbury) path with S2 = cI
+    perturbed off the identity by 1e-13."""
     rng = np.random.default_rng(4)
     d, c = 8, 0.7
     S0 = wishart(rng, d, 5, scale=3.0)
-    lam0, V = np.linalg.eigh(S0)
-    lam0[np.abs(lam0) < 1e-12] = 0.0
     times = np.linspace(0.0, 2.0, 9)
-    flow = riccati_flow(S0, c * np.eye(d), times)
-    lam = eigenvalue_flow(lam0, c, times[:, None])
-    np.testing.assert_allclose(flow, np.einsum("ij,tj,kj->tik", V, lam, V), atol=1e-13)
+    flow = riccati_flow(S0, c * np.eye(d), times, gamma=gamma)
+    np.testing.assert_allclose(
+        flow, integrate(S0, c * np.eye(d), times, gamma=gamma), rtol=0, atol=1e-10
+    )
+    nudged = c * np.eye(d) + 1e-13 * np.diag(np.arange(d))
+    np.testing.assert_allclose(flow, riccati_flow(S0, nudged, times, gamma=gamma), atol=1e-10)
 
 
 # --------------------------------------------------------------------------------------------

@@ -447,6 +447,50 @@ def test_hierarchy_converges_geometrically_inside_the_radius(d3_reference):
     assert all(a < b for a, b in zip(err_out, err_out[1:], strict=False)), err_out
 
 
+def test_radius_estimate_brackets_the_exact_radius(d3_reference):
+    """truncation_radius (the ratio test of the hierarchy's increments in M, degrees 6–8) on D.3,
+    where the exact radius R = ln(λmax/(λmax − c))/(4c) is known: measured 0.57R–0.67R at
+    d = 16, 32 and c = 0.5, 1; required in [R/2, R] (a finite-M ratio test approaches R from
+    below, so auto errs on the side of the matrix flow)."""
+    traj = predict(theory_config(**{**D3, "t_max": 0.2}, method="hierarchy", truncation=6))
+    radius = traj.attrs["truncation_radius"]
+    assert d3_reference["radius"] / 2 <= radius <= d3_reference["radius"]
+
+
+def test_default_predict_returns_no_nan_and_reports_the_radius(tmp_path):
+    """`attndyn predict aim` (tied, γ = 0, method auto, t ≤ 1; here d = 16): the degree-6
+    hierarchy's radius estimate is below the horizon, so auto integrates the matrix flow, says
+    why, and no value is NaN; stored and read back, the attrs survive."""
+    import attndyn
+
+    traj = attndyn.predict("aim", d=16, out=tmp_path)
+    assert traj.attrs["theory"] == "matrix-flow"
+    assert 0 < traj.attrs["truncation_radius"] < 1.0
+    assert "matrix flow" in traj.attrs["method_reason"]
+    for name in traj.data_vars:
+        assert np.all(np.isfinite(traj[name].values)), name
+    again = attndyn.predict("aim", d=16, out=tmp_path)
+    assert again.attrs["truncation_radius"] == traj.attrs["truncation_radius"]
+    # a horizon well inside the radius keeps the hierarchy
+    short = attndyn.predict("aim", d=16, t_max=0.02, records=8)
+    assert short.attrs["theory"] == "hierarchy" and "within" in short.attrs["method_reason"]
+    assert np.all(np.isfinite(short["q_11"].values))
+
+
+@pytest.mark.parametrize("degree", [5, 6])
+def test_a_truncation_that_stops_records_why_and_when(degree):
+    """method="hierarchy" beyond its radius (d = 16, t ≤ 1, γ = 0): the odd degree 5 and the
+    even degree 6 leave the PSD cone and stop; the NaN that follows comes with stop_reason and
+    the interval (stop_after, stop_before] that brackets the stop."""
+    traj = predict(theory_config(d=16, records=30, method="hierarchy", truncation=degree))
+    q = traj["q_11"].values
+    assert np.isnan(q[-1])
+    assert "PSD cone" in traj.attrs["stop_reason"]
+    times = traj.time.values
+    last = times[np.isfinite(q)][-1]
+    assert traj.attrs["stop_after"] == last < traj.attrs["stop_before"]
+
+
 # --------------------------------------------------------------------------------------------
 # Theory against simulation
 

@@ -40,6 +40,31 @@ PINNED: dict[str, list[str]] = {
     "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
     "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17"],
+    "aim-solvable": [
+        "truncations-improve-with-N",
+        "sgd-tracks-exact-d64",
+        "sgd-tracks-exact-d128",
+        "gap-shrinks-with-d",
+    ],
+    "aim-truncation": [
+        "geometric-in-M-inside",
+        "geometric-in-M-large-gamma",
+        "sgd-matches-largest-M-inside",
+        "sgd-matches-largest-M-large-gamma",
+        "flow-tracks-sgd",
+        "horizon-gamma0",
+    ],
+    "aim-untied": [
+        "fast-equilibrium",
+        "fast-overlap-frozen",
+        "fast-separation-scales",
+        "slow-move",
+        "slow-collapse",
+        "dichotomy-trapped",
+        "dichotomy-repaired",
+        "dichotomy-signal",
+        "theory-slow",
+    ],
 }
 
 EXPERIMENTS = sorted(experiment_names())

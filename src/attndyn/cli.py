@@ -122,6 +122,9 @@ def predict(
     traj, reused = runs.theory(family, config, store, force)
     rid = traj.attrs["run_id"]
     summary = _final_summary(traj, get_theory(family).SUMMARY)
+    # what the theory says about itself (e.g. the method it chose and why, a truncation's
+    # radius estimate, why and when it stopped)
+    notes = {k: v for k, v in traj.attrs.items() if k not in ("family", "config", "run_id")}
     if as_json:
         payload = {
             "run_id": rid,
@@ -130,6 +133,8 @@ def predict(
             "time": float(traj["time"].values[-1]),
             "final": summary,
         }
+        if notes:
+            payload["theory"] = notes
         print(json.dumps(json_safe(payload)))
         return
     table = Table(title=f"{family} theory {rid} at t = {float(traj['time'][-1]):.4g}")
@@ -138,6 +143,9 @@ def predict(
     for name, stats in summary.items():
         table.add_row(name, f"{stats['mean']:.5g}")
     console.print(table)
+    for key, value in notes.items():
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        print(f"{key}: {'none found' if value is None else text}")
     print(f"{'reused stored run' if reused else 'stored'}: {store.path(rid)}")
 
 

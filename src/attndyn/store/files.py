@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import xarray as xr
 
 from attndyn.core.config import SCHEMA_VERSION, flatten
+from attndyn.core.serial import json_safe
 from attndyn.core.trajectory import config_of, from_frame, to_frame
 from attndyn.errors import StoreError
 
@@ -79,6 +80,10 @@ class Store:
                 if traj[c].dims == ("time",) and c not in ("time", "samples", "step")
             },
         }
+        # a theory's own attrs (e.g. the AIM hierarchy's radius and stop reason), JSON-safe
+        own = {k: v for k, v in traj.attrs.items() if k not in ("family", "config", "run_id")}
+        if own:
+            meta["attrs"] = json_safe(own)
         meta.update(extra or {})
         table = pa.Table.from_pandas(frame, preserve_index=False)
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
@@ -265,6 +270,7 @@ class Store:
             family=meta["family"],
             config=meta["config"],
         )
+        traj.attrs |= meta.get("attrs") or {}
         traj.attrs["run_id"] = run_id
         return traj
 

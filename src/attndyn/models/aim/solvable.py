@@ -90,10 +90,18 @@ def riccati_flow(S1_0, S2, t, gamma: float = 0.0) -> np.ndarray:
     d = S0.shape[0]
     if S0.shape != (d, d) or S2.shape != (d, d):
         raise InputError(f"S1_0 and S2 must be square of the same size ({S0.shape}, {S2.shape})")
+    times = np.atleast_1d(np.asarray(t, dtype=np.float64))
+    c = S2[0, 0]
+    if np.array_equal(S2, c * np.eye(d)):
+        # S2 = cI (Eq. 347): S1(t) keeps the eigenvectors of S1(0), each eigenvalue follows
+        # λ̇ = 4(c − γ/8)λ − 4λ² (eigenvalue_flow); one eigendecomposition for every t
+        lam0, U = np.linalg.eigh(0.5 * (S0 + S0.T))
+        lam = eigenvalue_flow(lam0[None, :], c - 0.125 * gamma, times[:, None])
+        out = np.einsum("ak,tk,bk->tab", U, lam, U)
+        return out[0] if np.ndim(t) == 0 else out
     s, V = np.linalg.eigh(0.5 * (S2 + S2.T))
     b = 2.0 * s - 0.25 * gamma
     S0e = V.T @ (0.5 * (S0 + S0.T)) @ V
-    times = np.atleast_1d(np.asarray(t, dtype=np.float64))
     eye = np.eye(d)
     out = np.empty((len(times), d, d))
     for i, ti in enumerate(times):

@@ -9,7 +9,19 @@ Methods (``method``):
 - ``untied``: untied fast–slow theory (Eqs. 28–32): fast mean flow, then the matrix-level slow
   flow from the simulator's initial matrices; ``untied-hierarchy``: the same with the moment
   hierarchy Eq. 32 truncated at ``truncation`` (≤ 4 is practical); see theory/untied/;
-- ``auto``: hierarchy for tied, direct-ode for direct S, untied for untied.
+- ``auto``: direct-ode for direct S, untied for untied; for tied, the hierarchy if the horizon
+  is within half its radius estimate (below; there the degree-M error ~ (t/R)^M ≲ 2⁻ᴹ), else the
+  matrix flow (at γ = 0 the truncation converges
+  in M only for t below a finite radius, docs/aim-solvable.md).
+
+Tied runs of ``auto`` and ``hierarchy`` (unless ``estimate_radius=False``) record in their
+attrs ``truncation_radius``: the first time on a fine log grid of
+[0, t_max] at which the increments of the hierarchy in its degree stop decreasing,
+|μ^{M+2} − μ^{M+1}| ≥ |μ^{M+1} − μ^M| (max over t_k, q_kl; inf if they never do before 2t_max):
+the ratio test of the truncation sequence, whose radius in t it estimates (for App. D.3 it
+approaches R = ln(λmax/(λmax − c))/(4c) as M grows). ``method_reason`` says why ``auto`` chose
+its method, and ``stop_reason``, ``stop_after``, ``stop_before`` why and when a truncation
+stopped (its values are NaN from then on; NaN is never returned without them).
 
 Initial conditions: the order parameters of the simulator's own initial matrices (same d, same
 seeds: ``seed .. seed + seeds − 1``), averaged over seeds, so theory and simulation start from
@@ -40,7 +52,7 @@ from attndyn.models.aim.theory.initial import (
     n_student,
     time_grid,
 )
-from attndyn.models.aim.theory.potential import potential_for
+from attndyn.models.aim.theory.potential import cached_potential
 from attndyn.models.aim.theory.untied import predict_untied
 
 __all__ = [
@@ -61,6 +73,11 @@ class AIMTheoryConfig(AIMConfig):
         "auto", "hierarchy", "matrix-flow", "direct-ode", "untied", "untied-hierarchy"
     ] = Field("auto", description="theory to integrate (see attndyn.models.aim.theory)")
     truncation: int = Field(6, ge=2, le=12, description="degree M of the truncated hierarchy")
+    estimate_radius: bool = Field(
+        True,
+        description="tied, method hierarchy: estimate its radius in t (attr truncation_radius; "
+        "auto always does)",
+    )
     rtol: float = Field(1e-8, gt=0, lt=1e-2, description="relative tolerance of the ODE solver")
     quad_log2: int = Field(
         14,
@@ -121,16 +138,34 @@ def predict(config: AIMTheoryConfig) -> xr.Dataset:
         )
     axes, samples = time_grid(config)
     times = axes["time"]
-    potential = potential_for(config, log2_qmc=config.quad_log2)
+    potential = cached_potential(config, config.quad_log2)
     K = potential.K
     trainable = tuple(range(1, n_student(config) + 1))
     method = config.resolved_method
+    attrs: dict = {}
+    hierarchy_asked = config.method == "hierarchy" and config.estimate_radius
+    if config.param == "tied" and (config.method == "auto" or hierarchy_asked):
+        radius = truncation_radius(config, potential, trainable)
+        attrs["truncation_radius"] = radius
+        if config.method == "auto":
+            # inside R/2 the degree-M error ~ (t/R)^M is ≲ 2⁻ᴹ (ratio test)
+            inside = config.t_max <= 0.5 * radius
+            method = "hierarchy" if inside else "matrix-flow"
+            estimate = f"{radius:.3g}" if np.isfinite(radius) else f"> {2 * config.t_max:g}"
+            attrs["method_reason"] = (
+                f"auto: the horizon t_max = {config.t_max:g} is "
+                + ("within" if inside else "beyond")
+                + f" half the degree-{config.truncation} hierarchy's radius estimate ({estimate})"
+                + ("" if inside else "; the matrix flow (exact for this d) is used instead")
+            )
     if method == "hierarchy":
         hierarchy = TiedHierarchy(
             K, trainable, config.truncation, potential.gamma_tied, config.weight_decay
         )
         mu0 = hierarchy.initial(initial_observables(config, config.truncation))
         obs = hierarchy.solve(mu0, times, config.rtol)
+        if hierarchy.stop is not None:
+            attrs |= {f"stop_{k}": v for k, v in hierarchy.stop.items()}
     elif method == "matrix-flow":
         obs = _matrix_flow(config, potential, trainable, times)
     else:
@@ -142,13 +177,42 @@ def predict(config: AIMTheoryConfig) -> xr.Dataset:
         )
     obs["loss"] = np.array([_loss(potential, obs, method, i) for i in range(len(times))])
     _add_structural_overlaps(obs, K)
-    return make_trajectory(
+    traj = make_trajectory(
         recorded(obs, config.moment_degree),
         time=times,
         samples=samples,
         family="aim",
         config=dict(canonical(config), theory=method),
     )
+    traj.attrs |= {"theory": method, **attrs}
+    return traj
+
+
+RADIUS_POINTS = 200
+"""Points of the fine log grid on which :func:`truncation_radius` looks for the crossing."""
+
+
+def truncation_radius(config, potential, trainable) -> float:
+    """Estimated radius in t of the tied hierarchy at the config's degree M (see the module
+    docstring): the first t on a log grid of [2t_max·1e-4, 2t_max] with δ_{M+2}(t) ≥ δ_{M+1}(t),
+    δ_j = max over t_k, q_kl of |μ^{(j)} − μ^{(j−1)}|, or where a truncation stops (NaN);
+    increments below 1e-7 (the solver's round-off at rtol 1e-8) are not compared. inf if none
+    before 2t_max (what ``auto`` needs to know).
+    """
+    t_end = 2.0 * config.t_max
+    times = np.concatenate([[0.0], np.geomspace(t_end * 1e-4, t_end, RADIUS_POINTS)])
+    M = config.truncation
+    runs = []
+    for degree in (M, M + 1, M + 2):
+        h = TiedHierarchy(potential.K, trainable, degree, potential.gamma_tied, config.weight_decay)
+        obs = h.solve(h.initial(initial_observables(config, degree)), times, config.rtol)
+        runs.append(np.array([v for k, v in obs.items() if not k.startswith("mu_")]))
+    d1 = np.max(np.abs(runs[1] - runs[0]), axis=0)
+    d2 = np.max(np.abs(runs[2] - runs[1]), axis=0)
+    floor = 1e-7
+    lost = ~np.isfinite(d1) | ~np.isfinite(d2) | ((d2 >= d1) & (d2 > floor))
+    hits = np.nonzero(lost[1:])[0]
+    return float(times[1:][hits[0]]) if len(hits) else float("inf")
 
 
 def recorded(obs: dict, degree: int) -> dict:

@@ -138,7 +138,30 @@ class TiedHierarchy:
         )
         if self.weight_decay > 0:
             values = values * np.exp(-np.outer(decay, times))
+        self.stop = self._stop_record(values, times, blow_up, cone_exit)
         return {name: values[i] for i, name in enumerate(self.names)}
+
+    def _stop_record(self, values, times, blow_up, cone_exit) -> dict | None:
+        """Why and when the integration stopped early (None if it reached the last time): the
+        event whose function is smaller at the last finite record, between that record's time
+        and the next one."""
+        finite = np.all(np.isfinite(values), axis=0)
+        if finite.all():
+            return None
+        first = int(np.argmin(finite))
+        if first == 0:
+            return {"reason": "the initial state is not finite", "after": 0.0, "before": 0.0}
+        last = values[:, first - 1]
+        y = last * np.exp(0.5 * self.weight_decay * self._decay * times[first - 1])
+        cone, size = cone_exit(times[first - 1], y), blow_up(times[first - 1], y)
+        if cone <= size:
+            reason = (
+                f"q left the PSD cone (smallest eigenvalue below −{CONE_TOL:g} × the largest): "
+                f"the degree-{self.M} truncation is not admissible there (Thm 2)"
+            )
+        else:
+            reason = f"the degree-{self.M} truncation blew up (|μ| > 1e8)"
+        return {"reason": reason, "after": float(times[first - 1]), "before": float(times[first])}
 
 
 CONE_TOL = 1e-2

@@ -35,6 +35,7 @@ budget). Its cost and accuracy against Sobol QMC in the full 6 dimensions are in
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import jax
@@ -245,6 +246,35 @@ def _distinct_entries(symmetric: list[bool], L: int) -> tuple[np.ndarray, np.nda
     return np.asarray(keep), expand
 
 
+_POTENTIAL_FIELDS = (
+    "output",
+    "activation",
+    "beta",
+    "heads",
+    "teacher_heads",
+    "layer_c",
+    "loss_scale",
+    "label_noise",
+    "L",
+    "C",
+    "param",
+    "teacher",
+)
+_CACHE: dict = {}
+
+
+def cached_potential(config: AIMConfig, log2_qmc: int) -> Potential:
+    """:func:`potential_for` memoised on the fields it reads (``_POTENTIAL_FIELDS``) and
+    ``log2_qmc``: repeated theory runs of one model (other d, seeds, horizons, truncations) reuse
+    its compiled quadrature instead of recompiling it."""
+    key = (json.dumps([getattr(config, f) for f in _POTENTIAL_FIELDS]), log2_qmc)
+    if key not in _CACHE:
+        if len(_CACHE) >= 16:
+            _CACHE.clear()
+        _CACHE[key] = potential_for(config, log2_qmc=log2_qmc)
+    return _CACHE[key]
+
+
 def symmetric_indices(config: AIMConfig) -> list[bool]:
     """Which indices (students then teachers) have symmetric matrices."""
     layers = 2 if config.output == "two-layer" else 1
@@ -315,7 +345,8 @@ def potential_for(
     budget = max_nodes if max_nodes is not None else 1 << log2_qmc
     rule = rule_for(dim, max_nodes=budget, log2_n=log2_qmc)
     # a Hessian per node costs ~dim gradients: the Price form gets its own, smaller budget
-    price_rule = rule_for(dim, max_nodes=PRICE_QMC_NODES, log2_n=log2_qmc)
+    # (never more nodes than the rule of Φ itself: a coarse budget is coarse for both)
+    price_rule = rule_for(dim, max_nodes=min(PRICE_QMC_NODES, budget), log2_n=log2_qmc)
     n_out = L * L  # every output has L×L entries
     scale = 0.5 if config.loss_scale == "half" else 1.0
     constant = scale * n_out * config.label_noise**2

@@ -48,7 +48,7 @@ import numpy as np
 
 from attndyn.models.aim.observables import observe
 from attndyn.models.aim.theory.initial import initial_matrices, n_student, time_grid
-from attndyn.models.aim.theory.potential import potential_for
+from attndyn.models.aim.theory.potential import cached_potential
 from attndyn.models.aim.theory.untied.fast import (
     MeanDynamics,
     boost,
@@ -89,7 +89,7 @@ def predict_untied(config, method: str) -> dict[str, np.ndarray]:
     """
     axes, _ = time_grid(config)
     times, fast_times = axes["time"], axes["time_fast"]
-    potential = potential_for(config, log2_qmc=config.quad_log2)
+    potential = cached_potential(config, config.quad_log2)
     K, n_s = potential.K, n_student(config)
     trainable = tuple(range(1, n_s + 1))
     seeds = config.seed_list
