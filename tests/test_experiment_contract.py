@@ -237,3 +237,10 @@ def test_a_control_applies_its_overrides_and_expects_its_claims_to_fail(tmp_path
     assert weak.verdict == "control-not-rejected" and not weak.strict_ok
     with pytest.raises(InputError, match="'control'.*small-x"):
         runner.run_experiment("toy", "small", out=tmp_path, control="nope")
+
+
+def test_json_safe_writes_an_interval_as_its_fields():
+    ci = Interval(0.5, 0.25, math.inf, 4)
+    assert json_safe({"c": ci}) == {
+        "c": {"value": 0.5, "low": 0.25, "high": None, "n_seeds": 4, "level": 0.95}
+    }

@@ -3,6 +3,7 @@ records)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -11,7 +12,10 @@ import numpy as np
 
 def json_safe(value: Any) -> Any:
     """``value`` with numpy scalars and arrays as Python numbers and lists, non-finite floats as
-    None, and dict keys as strings (a tuple key joined by ``@``)."""
+    None, dict keys as strings (a tuple key joined by ``@``) and dataclass instances (e.g. a
+    confidence interval) as dicts of their fields."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_safe(dataclasses.asdict(value))
     if isinstance(value, dict):
         return {_key(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple | np.ndarray):

@@ -50,7 +50,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.experiments.aim.summary import plain
+from attndyn.core.serial import json_safe
 from attndyn.experiments.base import (
     Check,
     Claim,
@@ -375,7 +375,7 @@ class AIMTruncation(Experiment):
 
     def summary(self, m: dict[str, Any]) -> dict[str, Any]:
         g0, large = m["gamma0"], m["large"]
-        return plain(
+        return json_safe(
             {
                 "t_inside": m["t_inside"],
                 "errors_inside": g0["at_inside"],

@@ -72,7 +72,6 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.experiments.aim.summary import plain
 from attndyn.experiments.base import (
     Check,
     Claim,
@@ -438,9 +437,6 @@ class AIMUntied(Experiment):
                 m["theory_tolerance"],
             ),
         ]
-
-    def summary(self, m: dict[str, Any]) -> dict[str, Any]:
-        return plain(m)
 
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
