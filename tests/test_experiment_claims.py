@@ -166,3 +166,9 @@ def test_negative_control_fails_its_claims(name, control, store):
     expected = get_experiment(name).controls[control].fails
     survived = [c.name for c in outcome.claims if c.name in expected and c.passed]
     assert outcome.verdict == "control-failed-as-expected", f"{name}/{control}: {survived} pass"
+
+
+def test_the_claims_index_links_every_experiment():
+    index = (DOCS.parent / "claims.md").read_text()
+    for name in EXPERIMENTS:
+        assert f"(claims/{name}.md)" in index
