@@ -21,7 +21,15 @@ from attndyn.experiments.runner import experiment_config, run_experiment
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "claims"
 
 # claim names at the tiny preset, in order; a change here is a change of what is claimed
-PINNED: dict[str, list[str]] = {}
+PINNED: dict[str, list[str]] = {
+    "circuits-lr-ratio": ["caco-ratio-monotone", "caco-ratio-effect", "caco-schedule-sharpens"],
+    "circuits-parameterization": [
+        "fafo-diffuse",
+        "fafo-near-uniform",
+        "faco-sharp",
+        "faco-sharper-than-fafo",
+    ],
+}
 
 EXPERIMENTS = sorted(experiment_names())
 
