@@ -152,9 +152,9 @@ class CircuitsLRRatio(Experiment):
             "models": ["CACO"],
             "caco_lr": 3.0,
             "caco_steps": 667,
-            "seeds": 4,
-            "test_size": 512,
-            "records": 30,
+            "seeds": 3,
+            "test_size": 256,
+            "records": 20,
         },
         "small": {},
         "paper": {
