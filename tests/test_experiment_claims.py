@@ -65,6 +65,13 @@ PINNED: dict[str, list[str]] = {
         "dichotomy-signal",
         "theory-slow",
     ],
+    "circuits-lr-ratio": ["caco-ratio-monotone", "caco-ratio-effect", "caco-schedule-sharpens"],
+    "circuits-parameterization": [
+        "fafo-diffuse",
+        "fafo-near-uniform",
+        "faco-sharp",
+        "faco-sharper-than-fafo",
+    ],
 }
 
 EXPERIMENTS = sorted(experiment_names())

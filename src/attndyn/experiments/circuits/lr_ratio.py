@@ -3,88 +3,108 @@ r = η_QK/η_OV sets how sharp attention is at a given loss, for collapsed (CACO
 (FAFO) models, and an increasing-r schedule (the QK step multiplied by a linear ramp, base ratio 1)
 also sharpens.
 
-Comparison at matched loss: the claims read the mean distinct-token attention mass at the first
-time a seed's test loss reaches the model's matched loss (``caco_loss_match`` 0.1,
-``fafo_loss_match`` 0.01; interpolated linearly in log loss between record points, then averaged
-over seeds), as the reduced flow is read at loss thresholds (Fig. 4, docs/circuits-theory.md §1);
-a run that never reaches it gives NaN and fails its claim. Claims, per model:
-- ``*-ratio-monotone``: that mass is non-decreasing along the ratios (smallest consecutive
-  difference ≥ −``monotone_tolerance`` = 0.01, the seed-to-seed spread);
-- ``*-ratio-effect``: mass(largest r) − mass(r = 1) ≥ ``min_effect`` (0.05: five times the largest
-  seed-to-seed difference of a matched-loss mass in the small preset, docs/experiments.md);
-- ``*-schedule-sharpens``: mass(ramp) − mass(constant r = 1) ≥ ``min_effect``;
-- ``*-matched-loss-reached``: the largest final test loss of the model's runs ≤ its matched loss.
+The paper's statement: "when QK learns faster than OV, attention is sharper" at comparable loss.
+Each seed is read at the first time its test loss reaches the model's matched loss
+(``caco_loss_match`` 0.1, ``fafo_loss_match`` 0.01; linear in log loss between records,
+:func:`attndyn.experiments.circuits.readings.at_loss`), as the reduced flow is read at loss
+thresholds (Fig. 4, docs/circuits-theory.md §1). Runs of one model share their seeds (the same
+initialisation and training stream per seed), so differences are taken per seed and their mean
+gets a 95 % Student-t interval. Claims, per model in ``models``
+(docs/claims/circuits-lr-ratio.md):
+
+- ``*-ratio-monotone``: the distinct mass at matched loss strictly increases along the ratios:
+  every consecutive difference's interval lies above 0 (the value shown is the weakest one);
+- ``*-ratio-effect``: mass(largest r) − mass(smallest r) > 0;
+- ``*-schedule-sharpens``: mass(QK ramp ×1→×ramp_end) − mass(constant r = 1) > 0.
+
+Preconditions: every seed of every run reaches its matched loss, and none diverges.
 
 Readings (docs/circuits.md):
 - CACO (PyTorch-default init, as the notebooks' ``Net_CACO``), seq_len 128 as in the notebooks'
-  CACO runs: η_OV = 0.3 for 7000 steps (η_OV·steps = 2100 ≈ the notebooks' 0.01 × 200,000),
-  r ∈ {1, 5, 10}, ramp ×1 → ×10. SGD here follows one path in η·steps, so the larger step only
-  shortens the run. At seq_len 64 the trend is not monotone: r = 10 learns the query-token
-  shortcut (the query id identifies the class; it attends to itself).
-- FAFO (all four matrices eye·1e-6, the CACO_FAFO notebook's init): η_OV = 0.3 for 4000 steps,
-  r ∈ {1, 5, 20}, ramp ×1 → ×40. From eye·1e-6 the QK product (1e-12) leaves its saddle only
-  when QK is fast.
+  CACO runs, r ∈ {1, 5, 10}, ramp ×1 → ×10; η_OV·steps = 2000 (the notebooks' 0.01 × 200,000).
+  At seq_len 64 the trend is not monotone: r = 10 learns the query-token shortcut.
+- FAFO (all four matrices eye·1e-6, the CACO_FAFO notebook's init), r ∈ {1, 15, 20, 30, 40},
+  ramp ×1 → ×40, η_OV·steps = 2000 (the notebook's ramp run, 0.01 × 200,000). From eye·1e-6 the
+  QK product (1e-12) leaves its saddle before the matched loss only when QK is fast: for
+  r ≤ 10 the mass at matched loss stays within 5e-4 of the uniform value (a flat step), so those
+  ratios are not listed.
 
-Paper preset: the notebook settings, η_OV = 0.01; CACO seq_len 128, 200,000 steps (2000 epochs
-× 100 batches), r ∈ {1, 2, 3, 4, 5, 10}, ramp ×1 → ×10; FAFO seq_len 64, 625,000 steps,
-r ∈ {1, 5, 20}, ramp ×1 → ×40; 5 seeds, 6400 test sequences. Measured values and timings:
-docs/experiments.md.
+SGD here follows one path in η·steps (docs/circuits.md), so the presets differ only in η_OV:
+paper 0.01 (the notebooks'), small 0.3, tiny 3 (CACO only). Controls: ``swapped-rates``
+(η_QK and η_OV exchanged in every constant-ratio run) and ``decreasing-ramp`` (the QK step ramps
+down ×1 → ×0.1).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from attndyn.experiments.base import Claim, Experiment, ExperimentConfig, RunContext
+from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.experiments.circuits.readings import at_loss
+from attndyn.experiments.stats import Interval, mean_ci
 from attndyn.report.figures import save_figure
 
 MODELS = ("CACO", "FAFO")
+CLAIMS = ("ratio-monotone", "ratio-effect", "schedule-sharpens")
+
+
+def _increasing_with_one(value: list[float]) -> list[float]:
+    if any(b <= a for a, b in zip(value, value[1:], strict=False)) or 1.0 not in value:
+        raise ValueError(
+            "must be strictly increasing and contain 1 (the constant rate the ramp is compared "
+            "with)"
+        )
+    return value
 
 
 class Config(ExperimentConfig):
+    models: list[Literal["CACO", "FAFO"]] = Field(
+        ["CACO", "FAFO"], min_length=1, description="models whose claims are made: CACO, FAFO"
+    )
     caco_ratios: list[float] = Field([1.0, 5.0, 10.0], min_length=2, description="r for CACO")
     caco_lr: float = Field(0.3, gt=0, description="η_OV for CACO")
-    caco_steps: int = Field(7_000, ge=1)
+    caco_steps: int = Field(6_667, ge=1)
     caco_seq_len: int = Field(128, ge=3)
     caco_ramp_end: float = Field(10.0, gt=0, description="QK multiplier ramp 1 → this (CACO)")
-    fafo_ratios: list[float] = Field([1.0, 5.0, 20.0], min_length=2, description="r for FAFO")
+    fafo_ratios: list[float] = Field(
+        [1.0, 15.0, 20.0, 30.0, 40.0], min_length=2, description="r for FAFO"
+    )
     fafo_lr: float = Field(0.3, gt=0, description="η_OV for FAFO")
-    fafo_steps: int = Field(4_000, ge=1)
+    fafo_steps: int = Field(6_667, ge=1)
     fafo_seq_len: int = Field(64, ge=3)
     fafo_ramp_end: float = Field(40.0, gt=0, description="QK multiplier ramp 1 → this (FAFO)")
-    seeds: int = Field(2, ge=1)
-    seed: int = Field(1234, ge=0)
+    seeds: int = Field(5, ge=1)
+    seed: int = Field(1234, ge=0, description="seed offset (the notebooks use 1234, …)")
     batch: int = Field(32, ge=1)
     test_size: int = Field(1024, ge=1)
     records: int = Field(60, ge=4)
     caco_loss_match: float = Field(0.1, gt=0, description="test loss where CACO runs compare")
     fafo_loss_match: float = Field(0.01, gt=0, description="test loss where FAFO runs compare")
-    monotone_tolerance: float = Field(0.01, ge=0)
-    min_effect: float = Field(0.05, ge=0, description="smallest effect claimed (5× seed spread)")
+    swap_rates: bool = Field(
+        False, description="control: η_QK and η_OV exchanged (η_QK = lr, η_OV = r·lr)"
+    )
+
+    @field_validator("models")
+    @classmethod
+    def _unique(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("must list each of CACO, FAFO at most once")
+        return value
+
+    @field_validator("caco_ratios", "fafo_ratios")
+    @classmethod
+    def _ratios(cls, value: list[float]) -> list[float]:
+        return _increasing_with_one(value)
 
 
 def mass_at_loss(traj, loss_level: float, name: str = "attn_distinct") -> float:
-    """Seed mean of ``name`` at the first time the test loss reaches ``loss_level``
-    (interpolated linearly in log loss between records); NaN if a seed never reaches it."""
-    values = []
-    for s in range(traj.sizes["seed"]):
-        loss = traj["loss"].isel(seed=s).values
-        obs = traj[name].isel(seed=s).values
-        hit = np.flatnonzero(loss <= loss_level)
-        if hit.size == 0:
-            return float("nan")
-        i = int(hit[0])
-        if i == 0:
-            values.append(obs[0])
-            continue
-        x0, x1 = np.log(loss[i - 1]), np.log(loss[i])
-        w = (x0 - np.log(loss_level)) / (x0 - x1) if x0 != x1 else 1.0
-        values.append(obs[i - 1] + w * (obs[i] - obs[i - 1]))
-    return float(np.mean(values))
+    """Seed mean of :func:`~attndyn.experiments.circuits.readings.at_loss` (NaN if a seed never
+    reaches ``loss_level``)."""
+    return float(np.mean(at_loss(traj, loss_level, name)))
 
 
 def _settings(config: Config, model: str) -> dict[str, Any]:
@@ -116,6 +136,11 @@ def _ramp_end(config: Config, model: str) -> float:
     return config.caco_ramp_end if model == "CACO" else config.fafo_ramp_end
 
 
+def _rates(config: Config, lr: float, r: float) -> dict[str, float]:
+    """(η_OV, r) of a constant-ratio run; ``swap_rates`` exchanges η_QK = r·lr and η_OV = lr."""
+    return dict(lr=r * lr, ratio=1.0 / r) if config.swap_rates else dict(lr=lr, ratio=r)
+
+
 class CircuitsLRRatio(Experiment):
     name = "circuits-lr-ratio"
     description = (
@@ -124,17 +149,41 @@ class CircuitsLRRatio(Experiment):
     )
     Config = Config
     presets = {
+        "tiny": {
+            "models": ["CACO"],
+            "caco_lr": 3.0,
+            "caco_steps": 667,
+            "seeds": 3,
+            "test_size": 256,
+            "records": 20,
+        },
         "small": {},
         "paper": {
             "caco_ratios": [1.0, 2.0, 3.0, 4.0, 5.0, 10.0],
             "caco_lr": 0.01,
             "caco_steps": 200_000,
             "fafo_lr": 0.01,
-            "fafo_steps": 625_000,
+            "fafo_steps": 200_000,
             "seeds": 5,
             "test_size": 6400,
         },
     }
+    controls = {
+        "swapped-rates": Control(
+            {"swap_rates": True},
+            ("caco-ratio-monotone", "caco-ratio-effect"),
+            "η_QK and η_OV exchanged (OV learns r times faster than QK): the paper's mechanism "
+            "then makes attention more diffuse, not sharper, as r grows",
+        ),
+        "decreasing-ramp": Control(
+            {"caco_ramp_end": 0.1, "fafo_ramp_end": 0.025},
+            ("caco-schedule-sharpens",),
+            "the QK step ramps down (×1 → ×0.1) instead of up: QK slows relative to OV",
+        ),
+    }
+
+    def claim_names(self, config: Config) -> list[str]:
+        return [f"{m.lower()}-{c}" for m in config.models for c in CLAIMS]
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
         base = dict(
@@ -145,12 +194,16 @@ class CircuitsLRRatio(Experiment):
             records=config.records,
         )
         sims: dict[tuple[str, str], Any] = {}
-        for model in MODELS:
+        for model in config.models:
             settings = _settings(config, model)
+            lr = settings.pop("lr")
             for r in _ratios(config, model):
-                sims[(model, f"r={r:g}")] = ctx.simulate("circuits", ratio=r, **settings, **base)
+                sims[(model, f"r={r:g}")] = ctx.simulate(
+                    "circuits", **_rates(config, lr, r), **settings, **base
+                )
             sims[(model, "ramp")] = ctx.simulate(
                 "circuits",
+                lr=lr,
                 ratio=1.0,
                 qk_schedule="linear",
                 qk_ramp_start=1.0,
@@ -162,13 +215,13 @@ class CircuitsLRRatio(Experiment):
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         sims = results["sims"]
-        masses = {k: mass_at_loss(v, _loss_match(config, k[0])) for k, v in sims.items()}
+        per_seed = {k: at_loss(v, _loss_match(config, k[0])) for k, v in sims.items()}
         rows = [
             {
                 "model": model,
                 "run": run,
-                "mass_at_matched_loss": masses[(model, run)],
-                "final_loss": float(traj["loss"].isel(time=-1).mean("seed")),
+                "mass_at_matched_loss": per_seed[(model, run)].tolist(),
+                "final_loss": traj["loss"].isel(time=-1).values.tolist(),
                 "final_attn_distinct": float(traj["attn_distinct"].isel(time=-1).mean("seed")),
                 "final_frac_sharp": float(traj["frac_sharp"].isel(time=-1).mean("seed")),
                 "final_accuracy": float(traj["accuracy"].isel(time=-1).mean("seed")),
@@ -177,53 +230,69 @@ class CircuitsLRRatio(Experiment):
             for (model, run), traj in sims.items()
         ]
         models = {}
-        for model in MODELS:
-            seq = [masses[(model, f"r={r:g}")] for r in _ratios(config, model)]
+        for model in config.models:
+            names = [f"r={r:g}" for r in _ratios(config, model)]
+            seq = [per_seed[(model, n)] for n in names]
             models[model] = {
-                "smallest_step": float(np.min(np.diff(seq))),
-                "effect": seq[-1] - seq[0],
-                "schedule_effect": masses[(model, "ramp")] - masses[(model, "r=1")],
-                "largest_final_loss": max(
-                    float(t["loss"].isel(time=-1).max("seed"))
-                    for k, t in sims.items()
-                    if k[0] == model
-                ),
+                "steps": {
+                    f"{a}->{b}": (y - x).tolist()
+                    for a, b, x, y in zip(names, names[1:], seq, seq[1:], strict=False)
+                },
+                "effect": (seq[-1] - seq[0]).tolist(),
+                "schedule_effect": (per_seed[(model, "ramp")] - per_seed[(model, "r=1")]).tolist(),
             }
-        loss_match = {model: _loss_match(config, model) for model in MODELS}
+        loss_match = {model: _loss_match(config, model) for model in config.models}
         return {"loss_match": loss_match, "models": models, "runs": rows}
+
+    def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
+        checks = []
+        for model in config.models:
+            rows = [r for r in m["runs"] if r["model"] == model]
+            reached = all(np.all(np.isfinite(r["mass_at_matched_loss"])) for r in rows)
+            checks.append(
+                Check(
+                    f"{model}: every seed of every run reaches test loss "
+                    f"{m['loss_match'][model]:g}",
+                    bool(reached),
+                )
+            )
+            checks.append(
+                Check.compare(
+                    f"{model}: diverged seeds", sum(r["diverged_seeds"] for r in rows), "<=", 0
+                )
+            )
+        return checks
 
     def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
         out = []
-        for model, x in m["models"].items():
+        for model in config.models:
+            x = m["models"][model]
             level = m["loss_match"][model]
             ratios = _ratios(config, model)
             shown = ", ".join(f"{r:g}" for r in ratios)
+            steps = {k: mean_ci(v) for k, v in x["steps"].items()}
+            weakest = min(steps, key=lambda k: _low(steps[k]))
             out += [
-                Claim.at_least(
+                Claim.above(
                     f"{model.lower()}-ratio-monotone",
-                    f"{model}: smallest increase of mean distinct mass at test loss {level:g} "
-                    f"along r = {shown}",
-                    x["smallest_step"],
-                    -config.monotone_tolerance,
+                    f"{model}: mean distinct mass at test loss {level:g} along r = {shown}; "
+                    f"weakest consecutive increase ({weakest}, paired by seed)",
+                    steps[weakest],
+                    0.0,
                 ),
-                Claim.at_least(
+                Claim.above(
                     f"{model.lower()}-ratio-effect",
-                    f"{model}: mass at loss {level:g}, r = {ratios[-1]:g} minus r = {ratios[0]:g}",
-                    x["effect"],
-                    config.min_effect,
+                    f"{model}: mass at loss {level:g}, r = {ratios[-1]:g} minus r = {ratios[0]:g} "
+                    "(paired by seed)",
+                    mean_ci(x["effect"]),
+                    0.0,
                 ),
-                Claim.at_least(
+                Claim.above(
                     f"{model.lower()}-schedule-sharpens",
                     f"{model}: mass at loss {level:g}, QK ramp ×1→×{_ramp_end(config, model):g} "
-                    "minus constant r = 1",
-                    x["schedule_effect"],
-                    config.min_effect,
-                ),
-                Claim.at_most(
-                    f"{model.lower()}-matched-loss-reached",
-                    f"{model}: largest final test loss over its runs and seeds",
-                    x["largest_final_loss"],
-                    level,
+                    "minus constant r = 1 (paired by seed)",
+                    mean_ci(x["schedule_effect"]),
+                    0.0,
                 ),
             ]
         return out
@@ -234,8 +303,9 @@ class CircuitsLRRatio(Experiment):
         import matplotlib.pyplot as plt
 
         sims = results["sims"]
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-        for ax, model in zip(axes, MODELS, strict=True):
+        models = config.models
+        fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 3.8), squeeze=False)
+        for ax, model in zip(axes[0], models, strict=True):
             runs = [f"r={r:g}" for r in _ratios(config, model)] + ["ramp"]
             cmap = plt.get_cmap("viridis")
             for i, run in enumerate(runs):
@@ -250,7 +320,11 @@ class CircuitsLRRatio(Experiment):
             ax.set_xscale("log")
             ax.invert_xaxis()
             ax.set_xlabel("test loss (decreasing →)")
-            ax.set_title(model)
+            ax.set_title(model + (" (η_QK, η_OV swapped)" if config.swap_rates else ""))
             ax.legend(frameon=False, fontsize=8)
-        axes[0].set_ylabel("mean attention mass on distinct tokens")
+        axes[0][0].set_ylabel("mean attention mass on distinct tokens")
         return save_figure(fig, path)
+
+
+def _low(interval: Interval) -> float:
+    return interval.low if np.isfinite(interval.low) else -np.inf
