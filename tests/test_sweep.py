@@ -206,7 +206,7 @@ t_max_h3 = 0.05
 records = 4
 batch = 4
 [grid]
-seeds = [1]
+seeds = [2]
 """
 
 
@@ -225,7 +225,7 @@ def test_experiment_sweep_stores_experiment_runs_and_skips_them(tmp_path):
     rows = con.execute(
         "SELECT key, experiment, preset, seeds, wall_s FROM experiments_aim_parameterization"
     ).fetchall()
-    assert len(rows) == 1 and rows[0][:4] == (item.run_id, "aim-parameterization", "small", 1)
+    assert len(rows) == 1 and rows[0][:4] == (item.run_id, "aim-parameterization", "small", 2)
     assert rows[0][4] > 0
     linked = con.execute(
         "SELECT count(*), count(*) FILTER (experiment = 'aim-parameterization') FROM runs "
