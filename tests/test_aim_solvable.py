@@ -332,13 +332,15 @@ SIM = dict(lr=2.0, lr_scaling="d2", batch=64, seeds=4, records=40, grid="log", t
 #   d = 32:  t_1 1.07e-2, q_11 3.34e-2
 #   d = 64:  t_1 5.69e-3, q_11 1.87e-2
 #   d = 128: t_1 1.49e-3, q_11 5.26e-3
-# Tolerances are about 2.5× these. For scale: over t ∈ [0, 1] t_1 moves from ≈ 0.5 to ≈ 0.25 and
-# q_11 from ≈ 0.75 to ≈ 0.13.
-TOLERANCE = {
-    32: {"t_1": 0.03, "q_11": 0.08},
-    64: {"t_1": 0.015, "q_11": 0.045},
-    128: {"t_1": 0.004, "q_11": 0.013},
-}
+# The tolerance is the order of the SGD–flow error with a unit constant, not a multiple of these:
+# the Itô drift d·α_d = c0/d (docs/aim-solvable.md; docs/claims/aim-solvable.md). For scale: over
+# t ∈ [0, 1] t_1 moves from ≈ 0.5 to ≈ 0.25 and q_11 from ≈ 0.75 to ≈ 0.13.
+DIMENSIONS = (32, 64, 128)
+
+
+def tolerance(d: int) -> float:
+    """d·α_d = c0/d at α_d = c0/d² (c0 = ``SIM["lr"]``)."""
+    return SIM["lr"] / d
 
 
 def sgd_vs_flow(d: int, **overrides) -> dict:
@@ -361,13 +363,13 @@ def sgd_vs_flow(d: int, **overrides) -> dict:
 
 @pytest.fixture(scope="module")
 def gaps() -> dict[int, dict]:
-    return {d: sgd_vs_flow(d) for d in TOLERANCE}
+    return {d: sgd_vs_flow(d) for d in DIMENSIONS}
 
 
-@pytest.mark.parametrize("d", list(TOLERANCE))
+@pytest.mark.parametrize("d", DIMENSIONS)
 def test_sgd_tracks_closed_form(gaps, d):
-    for name, tol in TOLERANCE[d].items():
-        assert gaps[d][name] < tol, (d, name, gaps[d][name])
+    for name in ("t_1", "q_11"):
+        assert gaps[d][name] < tolerance(d), (d, name, gaps[d][name])
     # not vacuous: the dynamics move much more than the tolerance
     assert gaps[d]["moved"] > 0.15
 
@@ -375,7 +377,8 @@ def test_sgd_tracks_closed_form(gaps, d):
 def test_sgd_gap_shrinks_with_d(gaps):
     small, large = min(gaps), max(gaps)
     for name in ("t_1", "q_11"):
-        # measured ratio ≈ 7 from d = 32 to d = 128
+        # the O(1/d) drift predicts a ratio 1/4 from d = 32 to 128 (measured ≈ 1/7); 1/2 rejects a
+        # gap that does not shrink
         assert gaps[large][name] < 0.5 * gaps[small][name], name
 
 
