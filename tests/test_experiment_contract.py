@@ -18,7 +18,7 @@ from attndyn.experiments.base import (
     Experiment,
     ExperimentConfig,
 )
-from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
+from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
 
 
 @pytest.mark.parametrize(
@@ -244,3 +244,16 @@ def test_json_safe_writes_an_interval_as_its_fields():
     assert json_safe({"c": ci}) == {
         "c": {"value": 0.5, "low": 0.25, "high": None, "n_seeds": 4, "level": 0.95}
     }
+
+
+def test_a_non_finite_seed_makes_the_bootstrap_interval_nan():
+    ci = bootstrap_ci([np.array([1.0, 2.0]), np.array([1.0, math.inf])], lambda a, b: 0.0)
+    assert math.isnan(ci.value) and math.isnan(ci.low) and ci.n_seeds == 2
+    assert not Claim.at_most("c", "s", ci, 1.0).passed
+
+
+def test_worst_picks_the_cell_nearest_to_failing():
+    cells = {"a": Interval(1, 0.5, 1.5, 4), "b": Interval(1, 0.2, 1.2, 4)}
+    assert worst(cells, "high") == "a" and worst(cells, "low") == "b"
+    cells["c"] = Interval(math.nan, math.nan, math.nan, 4)
+    assert worst(cells, "high") == "c" and worst(cells, "low") == "c"

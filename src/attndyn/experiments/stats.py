@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -67,13 +68,16 @@ def bootstrap_ci(
 
     ``groups`` is one array of per-seed values (then ``statistic(x)``) or a list of arrays (then
     ``statistic(x_1, …, x_k)``); seeds are resampled with replacement within each group. The
-    point value is the statistic of the data; ``n_seeds`` is the smallest group size. A NaN
-    statistic in the data or in more than half of the resamples gives a NaN interval.
+    point value is the statistic of the data; ``n_seeds`` is the smallest group size. A
+    non-finite per-seed value (a diverged or never-crossing seed), a NaN statistic of the data or
+    NaN in more than half of the resamples gives a NaN interval (the claim fails).
     """
     arrays = _groups(groups)
-    value = float(statistic(*arrays))
     n = min(a.size for a in arrays)
     nan = float("nan")
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        return Interval(nan, nan, nan, n, level)
+    value = float(statistic(*arrays))
     if not math.isfinite(value):
         return Interval(nan, nan, nan, n, level)
     rng = np.random.default_rng(seed)
@@ -85,6 +89,19 @@ def bootstrap_ci(
         return Interval(value, nan, nan, n, level)
     low, high = np.quantile(good, [0.5 - level / 2, 0.5 + level / 2])
     return Interval(value, float(low), float(high), n, level)
+
+
+def worst(cells: dict[Any, Interval], end: str) -> Any:
+    """The key of the cell whose interval ``end`` is worst for a claim that must hold in every
+    cell: the largest ``high`` (an "every one below" claim) or the smallest ``low`` ("every one
+    above"); a non-finite end counts as the worst."""
+    sign = 1.0 if end == "high" else -1.0
+
+    def badness(key) -> float:
+        v = getattr(cells[key], end)
+        return sign * v if math.isfinite(v) else math.inf
+
+    return max(cells, key=badness)
 
 
 def _groups(groups) -> list[np.ndarray]:

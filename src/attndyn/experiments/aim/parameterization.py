@@ -47,7 +47,7 @@ import numpy as np
 from pydantic import Field
 
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
+from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
 from attndyn.report.figures import save_figure
 
 ACTIVATIONS = ("h1", "h2", "h3")
@@ -132,13 +132,9 @@ def _horizons(config: Config) -> list[float]:
 
 
 def _worst(cells: dict[str, Interval], end: str) -> tuple[str, Interval]:
-    """The cell whose CI ``end`` ("low" or "high") is worst (NaN first)."""
-
-    def key(item):
-        v = getattr(item[1], end)
-        return (0 if np.isfinite(v) else 1, v if end == "high" else -v)
-
-    return max(cells.items(), key=key)
+    """The cell whose CI ``end`` ("low" or "high") is worst, and its interval."""
+    key = worst(cells, end)
+    return key, cells[key]
 
 
 def _asdict(i: Interval) -> dict[str, float]:
@@ -316,7 +312,4 @@ class AIMParameterization(Experiment):
 
 def _ratio_ci(a: np.ndarray, b: np.ndarray, seed: int) -> Interval:
     """mean(b)/mean(a) with its bootstrap CI over seeds (NaN if a seed diverged)."""
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        nan = float("nan")
-        return Interval(nan, nan, nan, min(a.size, b.size))
     return bootstrap_ci([a, b], lambda x, y: float(np.mean(y) / np.mean(x)), seed=seed)

@@ -144,13 +144,6 @@ def hypothesis_rss(ds, n_mean) -> dict[str, float]:
     return out
 
 
-def _boot(groups, fn, seed: int) -> Interval:
-    if not all(np.all(np.isfinite(g)) for g in groups):
-        nan = float("nan")
-        return Interval(nan, nan, nan, min(len(g) for g in groups))
-    return bootstrap_ci(groups, fn, seed=seed)
-
-
 def _interval(d: dict[str, Any]) -> Interval:
     return Interval(**d)
 
@@ -253,14 +246,16 @@ class AIMRecoveryScaling(Experiment):
             m[key] = [row[key] for row in per_d]
         groups = [np.asarray(n, float) for n in m["n_wr_per_seed"]]
         ds = list(config.d)
-        m["exponent"] = asdict(_boot(groups, lambda *g: exponent(ds, *g), config.seed))
-        m["log_power"] = asdict(_boot(groups, lambda *g: log_power(ds, *g), config.seed))
+        m["exponent"] = asdict(bootstrap_ci(groups, lambda *g: exponent(ds, *g), seed=config.seed))
+        m["log_power"] = asdict(
+            bootstrap_ci(groups, lambda *g: log_power(ds, *g), seed=config.seed)
+        )
         m["hypothesis_rss"] = hypothesis_rss(ds, m["n_wr"])
         m["slope_deviation"] = asdict(
-            _boot(
+            bootstrap_ci(
                 slope_ratios,
                 lambda *g: max(abs(float(np.mean(r)) - 1.0) for r in g),
-                config.seed,
+                seed=config.seed,
             )
         )
         if config.lr_sweep:

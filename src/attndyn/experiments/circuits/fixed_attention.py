@@ -65,7 +65,7 @@ from attndyn.experiments.base import (
     RunContext,
     json_safe,
 )
-from attndyn.experiments.stats import Interval, mean_ci
+from attndyn.experiments.stats import Interval, mean_ci, worst
 from attndyn.report.figures import save_figure
 
 OVS = ("collapsed", "factorised")
@@ -373,4 +373,4 @@ class CircuitsFixedAttention(Experiment):
 def _worst(intervals: list[Interval]) -> Interval:
     """The interval whose upper end is highest (for an "every one below" claim: it passes only
     if all of them do)."""
-    return max(intervals, key=lambda x: x.high if math.isfinite(x.high) else math.inf)
+    return intervals[worst(dict(enumerate(intervals)), "high")]

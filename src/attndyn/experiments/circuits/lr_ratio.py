@@ -45,7 +45,7 @@ from pydantic import Field, field_validator
 
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.circuits.readings import at_loss
-from attndyn.experiments.stats import Interval, mean_ci
+from attndyn.experiments.stats import mean_ci, worst
 from attndyn.report.figures import save_figure
 
 MODELS = ("CACO", "FAFO")
@@ -271,7 +271,7 @@ class CircuitsLRRatio(Experiment):
             ratios = _ratios(config, model)
             shown = ", ".join(f"{r:g}" for r in ratios)
             steps = {k: mean_ci(v) for k, v in x["steps"].items()}
-            weakest = min(steps, key=lambda k: _low(steps[k]))
+            weakest = worst(steps, "low")
             out += [
                 Claim.above(
                     f"{model.lower()}-ratio-monotone",
@@ -324,7 +324,3 @@ class CircuitsLRRatio(Experiment):
             ax.legend(frameon=False, fontsize=8)
         axes[0][0].set_ylabel("mean attention mass on distinct tokens")
         return save_figure(fig, path)
-
-
-def _low(interval: Interval) -> float:
-    return interval.low if np.isfinite(interval.low) else -np.inf
