@@ -143,7 +143,12 @@ class AIMSolvable(Experiment):
     controls = {
         "time-2x": Control(
             {"theory_time_factor": 2.0},
-            ("sgd-tracks-exact-d64", "sgd-tracks-exact-d128", "gap-shrinks-with-d"),
+            (
+                "truncations-improve-with-N",
+                "sgd-tracks-exact-d64",
+                "sgd-tracks-exact-d128",
+                "gap-shrinks-with-d",
+            ),
             "the theory's clock runs twice as fast as P1's t = 4nα_d/d",
         ),
         "lr-fixed": Control(
