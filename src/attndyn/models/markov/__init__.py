@@ -1,0 +1,199 @@
+"""One-layer transformer on Markov chains and text: focus–dilution cycles (arXiv 2605.01199).
+
+Chen, Lin, Xu & Luo, "Focus and Dilution: The Multi-stage Learning Process of Attention" (ICML
+2026). ``build(config)`` returns the trainer's :class:`~attndyn.core.trainer.Problem` for the model
+of Def. 2.2 (model.py) on population (Prop. 2.3), online or fixed Markov data (data.py) or text
+(text.py); ``optimizer='flow'`` integrates the population gradient flow of Eq. 4 with an adaptive
+Runge–Kutta pair (:mod:`attndyn.core.flow`). ``time`` = lr·step (flow time). Observables:
+observables.py; the model, the data and our readings: docs/focus.md.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from attndyn.core.config import canonical
+from attndyn.core.flow import integrate_flow
+from attndyn.core.grids import record_grid
+from attndyn.core.simulate import seed_array, simulate_problem
+from attndyn.core.trainer import Problem
+from attndyn.core.trajectory import make_trajectory
+from attndyn.core.updates import optimizer as update_rule
+from attndyn.models.markov import data, model, observables
+from attndyn.models.markov.config import MarkovConfig
+from attndyn.models.markov.data import PAPER_PI
+
+NAME = "markov"
+SUMMARY = ("loss_gap", "erank_W0", "erank_WQK", "entropy_mean", "align_pi", "align_phi")
+"""Observables ``attndyn simulate markov`` prints at the final time."""
+Config = MarkovConfig
+THEORY = None
+
+__all__ = [
+    "NAME",
+    "Config",
+    "SUMMARY",
+    "THEORY",
+    "MarkovConfig",
+    "PAPER_PI",
+    "DataLaw",
+    "data_law",
+    "tracked_tokens",
+    "build",
+    "simulate",
+    "time_axes",
+]
+
+
+class DataLaw:
+    """π, P and L* of a config (float64 NumPy); for text, the corpus's π̂, P̂ and its tokens."""
+
+    def __init__(self, config: MarkovConfig):
+        self.tokens = None
+        self.vocab = None
+        if config.data == "text":
+            from attndyn.models.markov import text
+
+            corpus = text.load_corpus(config)
+            self.tokens, self.vocab = corpus.tokens, corpus.vocab
+            self.pi, self.P = corpus.unigram(), corpus.bigram()
+        else:
+            self.pi = data.stationary_law(config)
+            self.P = data.transition_matrix(config, self.pi)
+        self.entropy_star = data.conditional_entropy(self.pi, self.P)
+
+    @property
+    def d(self) -> int:
+        return len(self.pi)
+
+
+def data_law(config: MarkovConfig) -> DataLaw:
+    """:class:`DataLaw` of ``config``."""
+    return DataLaw(config)
+
+
+def tracked_tokens(config: MarkovConfig, pi: np.ndarray) -> tuple[int, ...]:
+    """``config.track``, else every token when d ≤ 8, else the 3 most frequent and the 3 around
+    the median frequency (Section 4.2 tracks the top 3 and 3 medium-frequency tokens)."""
+    d = len(pi)
+    if config.track is not None:
+        bad = [t for t in config.track if not 0 <= t < d]
+        if bad:
+            from attndyn.errors import InputError
+
+            raise InputError(
+                f"invalid value for 'track': token ids must be in [0, {d}) (got {bad})"
+            )
+        return tuple(config.track)
+    if d <= 8:
+        return tuple(range(d))
+    order = np.argsort(-pi, kind="stable")
+    mid = d // 2
+    return tuple(int(t) for t in (*order[:3], *order[mid - 1 : mid + 2]))
+
+
+def build(config: MarkovConfig, law: DataLaw | None = None) -> Problem:
+    """The Problem (init, sample, loss, observe, update) of ``config``."""
+    law = law or DataLaw(config)
+    dtype = jnp.dtype(config.dtype)
+    arch = model.Arch.of(config)
+    d, s = law.d, config.seq_len
+    track = tracked_tokens(config, law.pi)
+    pi = jnp.asarray(law.pi, dtype)
+    P = jnp.asarray(law.P, dtype)
+    tokens = None if law.tokens is None else jnp.asarray(law.tokens, jnp.int32)
+    if tokens is not None and tokens.shape[0] <= s + 1:
+        from attndyn.errors import InputError
+
+        raise InputError(
+            f"invalid value for 'seq_len': the corpus has {tokens.shape[0]} tokens, fewer than "
+            f"seq_len + 2 = {s + 2}"
+        )
+
+    def init(key):
+        k_params, k_data = jax.random.split(key)
+        params = model.init_params(
+            k_params, d, config.m, config.key_width, config.epsilon, arch, dtype
+        )
+        state = {"pi": pi, "P": P}
+        if config.data == "fixed":
+            state["sequences"] = data.sample_sequences(k_data, P, config.n_sequences, s + 1)
+        return params, state
+
+    def sample(key):
+        if config.data == "online":
+            return data.sample_sequences(key, P, config.batch, s + 1)
+        if config.data == "text":
+            starts = jax.random.randint(key, (config.batch,), 0, tokens.shape[0] - s)
+            return jax.vmap(lambda a: jax.lax.dynamic_slice(tokens, (a,), (s + 1,)))(starts)
+        if config.data == "fixed":
+            return jax.random.randint(key, (config.batch,), 0, config.n_sequences)
+        return key  # population: nothing is sampled
+
+    def loss(params, state, batch):
+        if config.data == "population":
+            return model.population_loss(params, state["pi"], state["P"], arch)
+        if config.data == "fixed":
+            batch = state["sequences"][batch]
+        return model.sequence_loss(params, batch, arch)
+
+    def observe(params, state):
+        return observables.observe(params, state["pi"], state["P"], law.entropy_star, track, arch)
+
+    name = "adam" if config.optimizer == "adam" else "sgd"  # flow: the update is unused
+    return Problem(
+        init=init,
+        sample=sample,
+        loss=loss,
+        observe=observe,
+        update=update_rule(name, config.lr),
+        batch=1 if config.data == "population" else config.batch,
+    )
+
+
+def time_axes(config: MarkovConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
+    """``time`` = lr·step (the gradient-flow time of GD; nominal for Adam)."""
+    return {"time": config.lr * np.asarray(steps, dtype=np.float64)}
+
+
+def simulate(config: MarkovConfig, seeds=None):
+    """Train every seed and record the observables (observables.py) on the record grid.
+
+    Returns:
+        Trajectory, dims ``(seed, time)``, ``time`` = lr·step. For ``optimizer='flow'`` the
+        record times are the same lr·step grid and ``step`` counts adaptive RK steps taken.
+    """
+    law = DataLaw(config)
+    if config.optimizer != "flow":
+        return simulate_problem(
+            lambda: build(config, law),
+            config,
+            seeds,
+            family=NAME,
+            times=lambda steps: time_axes(config, steps),
+        )
+    steps = record_grid(config)
+    times = time_axes(config, steps)["time"]
+    seed_ids = seed_array(config, seeds)
+    with jax.enable_x64(config.dtype == "float64"):
+        problem = build(config, law)
+        grad = jax.grad(lambda p, st: problem.loss(p, st, None))
+        result = integrate_flow(
+            problem.init, grad, problem.observe, times, seed_ids, rtol=config.rtol
+        )
+    return make_trajectory(
+        result.observables,
+        time=times,
+        samples=np.zeros(len(times), np.int64),
+        step=result.steps,
+        seeds=seed_ids,
+        diverged_step=result.diverged_step,
+        family=NAME,
+        config=canonical(config),
+    )
+
+
+EXAMPLE = dict(m=16, t_max=20.0, lr=0.1, records=5, seeds=2)
+"""A small config that runs in about a second (contract tests, docs)."""

@@ -1,0 +1,147 @@
+"""Configuration of the one-layer transformer on Markov chains and text (arXiv 2605.01199).
+
+Chen, Lin, Xu & Luo, "Focus and Dilution: The Multi-stage Learning Process of Attention" (ICML
+2026). The model (Def. 2.2), the data (Def. 2.1, Eqs. 1–2), the population limit (Prop. 2.3) and
+the readings we chose where the paper is silent are in docs/focus.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from attndyn.core.config import SimulationConfig
+from attndyn.models.markov.data import PAPER_PI, two_group_pi
+
+
+class MarkovConfig(SimulationConfig):
+    """One-layer attention f(X) = softmax(E_X W₀ W_Q W_Kᵀ W₀ᵀ E_Xᵀ)_{s,:} E_X W₀ W₁ (Def. 2.2).
+
+    Data (``data``): ``population`` trains on the exact population loss of Prop. 2.3 (no sampling;
+    the s → ∞ limit); ``online`` draws a fresh batch of Markov sequences (Def. 2.1) each step;
+    ``fixed`` draws ``n_sequences`` sequences once per seed and samples mini-batches from them
+    (the paper's 100,000 sequences of length 20); ``text`` trains on windows of a tokenised corpus
+    (``corpus``). π is ``pi`` when given, else built by ``pi_kind`` (docs/focus.md, "Data").
+    Time: ``time`` = lr·step, the gradient-flow time for GD and the flow solver.
+    """
+
+    t_max: float = Field(500.0, gt=0, description="horizon in flow time lr·step")
+    # --- data ---------------------------------------------------------------------------------
+    data: Literal["population", "online", "fixed", "text"] = Field(
+        "population",
+        description="population: exact loss of Prop. 2.3; online: fresh Markov batches; fixed: "
+        "n_sequences sampled once; text: windows of a tokenised corpus",
+    )
+    d: int = Field(4, ge=2, le=100_000, description="vocabulary size (ignored when pi is given)")
+    pi: tuple[float, ...] | None = Field(
+        None, description="stationary law π (entries > 0, summing to 1); overrides pi_kind"
+    )
+    pi_kind: Literal["paper", "two-group", "geometric"] = Field(
+        "paper",
+        description=f"paper: Section 4.1's {PAPER_PI}; two-group: Eq. 1 with pi1, "
+        "delta and the pattern c_i; geometric: Appendix E.1's (1/2, …, 1/2^d) normalised to sum 1",
+    )
+    pi1: float = Field(0.7, gt=0, lt=1, description="two-group: mass π₁ of the frequent token")
+    delta: float = Field(0.0, ge=0, description="two-group: asymmetry δ of Eq. 1")
+    pattern: Literal["linear", "alternating"] = Field(
+        "linear",
+        description="two-group c_i (Σc_i = 0): linear c_i ∝ (d+1)/2 − i scaled to max|c_i| = 1, "
+        "or alternating +1, −1, … (0 for the last when d − 1 is odd)",
+    )
+    lam: float = Field(0.5, gt=0, lt=1, description="λ of P = λI + (1 − λ)𝟙πᵀ (Eq. 2)")
+    transition: Literal["lazy", "metropolis"] = Field(
+        "lazy",
+        description="lazy: Eq. 2, P = λI + (1 − λ)𝟙πᵀ; metropolis: P = λQ + (1 − λ)𝟙πᵀ with Q a "
+        "random Metropolis chain reversible for π (Section 4.1's transition matrices sharing π)",
+    )
+    transition_seed: int = Field(
+        0, ge=0, description="metropolis: seed of Q's random symmetric proposal"
+    )
+    seq_len: int = Field(20, ge=1, le=4096, description="sequence length s (online/fixed/text)")
+    n_sequences: int = Field(
+        100_000, ge=1, le=10_000_000, description="fixed: sequences drawn once per seed"
+    )
+    batch: int = Field(256, ge=1, le=1_000_000, description="sequences per step (not population)")
+    # --- text ---------------------------------------------------------------------------------
+    corpus: str | None = Field(
+        None,
+        description="text: a local text file, or hf:wikitext-2 / hf:wikitext-103 / "
+        "hf:tinystories (Hugging Face datasets, when installed)",
+    )
+    vocab: int = Field(200, ge=3, le=100_000, description="text: vocabulary size incl. <unk>")
+    tokenizer: Literal["word", "bpe"] = Field(
+        "word",
+        description="text: word (top-k words + <unk>) or bpe (byte-level BPE trained on the "
+        "corpus with the tokenizers library)",
+    )
+    max_tokens: int = Field(
+        2_000_000, ge=100, description="text: corpus tokens kept (from the start)"
+    )
+    # --- model --------------------------------------------------------------------------------
+    m: int = Field(256, ge=1, le=16_384, description="embedding width m (Appendix E.1: 256)")
+    m_k: int | None = Field(None, ge=1, description="query/key width; None: m")
+    init_scale: float | None = Field(
+        None, gt=0, description="init N(0, ε²) for every weight; None: ε = 1/m (Appendix E.1)"
+    )
+    logit_scale: Literal["none", "inv_sqrt_m"] = Field(
+        "none", description="attention logits as in Def. 2.2 (none) or divided by √m_k"
+    )
+    residual: bool = Field(False, description="add the last token's embedding before W₁")
+    value: bool = Field(False, description="insert a value matrix W_V (m×m) after attention")
+    causal: bool = Field(
+        False,
+        description="train every position j on x_{j+1} with causal attention (not population)",
+    )
+    track: tuple[int, ...] | None = Field(
+        None,
+        description="tokens whose attention rows, entropies and norms are recorded; None: all "
+        "when d ≤ 8, else the 3 most frequent and the 3 around the median frequency",
+    )
+    # --- training -----------------------------------------------------------------------------
+    optimizer: Literal["gd", "adam", "flow"] = Field(
+        "gd",
+        description="gd: θ ← θ − lr∇L; adam: optax Adam (Appendix E.1); flow: adaptive "
+        "Bogacki–Shampine integration of θ̇ = −∇L (population only)",
+    )
+    lr: float = Field(0.05, gt=0, description="step size; time = lr·step")
+    rtol: float = Field(1e-6, gt=0, lt=1, description="flow: relative tolerance per step")
+
+    @field_validator("pi")
+    @classmethod
+    def _pi(cls, v: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if v is None:
+            return v
+        if len(v) < 2:
+            raise ValueError("needs at least 2 entries")
+        if min(v) <= 0:
+            raise ValueError("entries must be > 0")
+        if abs(sum(v) - 1.0) > 1e-6:
+            raise ValueError(f"entries must sum to 1 (sum {sum(v):.6g})")
+        return tuple(float(x) for x in v)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MarkovConfig:
+        if self.data == "text" and not self.corpus:
+            raise ValueError("data='text' needs corpus (a text file path or hf:NAME)")
+        if self.optimizer == "flow" and self.data != "population":
+            raise ValueError("optimizer='flow' needs data='population' (a deterministic loss)")
+        if self.data == "population" and self.causal:
+            raise ValueError("causal=true needs sampled sequences (data online/fixed/text)")
+        if self.pi is None and self.pi_kind == "two-group":
+            two_group_pi(self.d, self.pi1, self.delta, self.pattern)  # raises on a bad π
+        return self
+
+    @property
+    def key_width(self) -> int:
+        return self.m if self.m_k is None else self.m_k
+
+    @property
+    def epsilon(self) -> float:
+        """Init scale ε (default 1/m, Appendix E.1)."""
+        return 1.0 / self.m if self.init_scale is None else self.init_scale
+
+    @property
+    def total_steps(self) -> int:
+        return max(1, int(math.ceil(self.t_max / self.lr - 1e-9)))

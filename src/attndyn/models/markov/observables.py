@@ -1,0 +1,107 @@
+"""Observables of the focus–dilution family (arXiv 2605.01199, Sections 3–4, Appendix E.2).
+
+All are functions of the parameters and the data law (π, P) — for text, the corpus's unigram π̂
+and bigram P̂ — evaluated in the population limit of Prop. 2.3:
+
+- ``loss`` L(θ) and ``loss_gap`` L − L*, L* = −Σ_i π_i Σ_y P_iy log P_iy;
+- ``kl_uniform``, ``kl_unigram``, ``kl_bigram``: Σ_i π_i KL(ref_i ‖ ℙ_i) against the uniform
+  law, π and P_i (Edelman et al. 2024's phase observables; kl_bigram = loss_gap);
+- ``erank_W0``, ``erank_W1``, ``erank_WQK``: entropy effective rank exp(H(σ/Σσ)) (Roy & Vetterli
+  2007) — 1 for a rank-one matrix, r for r equal singular values;
+- for tracked tokens i, j: ``attn_i_j`` = 𝔸_ij, ``entropy_i`` = H(𝔸_i) (nats), ``norm_i`` =
+  ‖W₀[i]‖, ``gamma_i`` = (W₀ v₁)_i with v₁ W₀'s top right singular vector (sign: Σπ_iγ_i ≥ 0),
+  ``cos_i_j`` the cosine of rows i and j of W₀ (Appendix E.2's condensation heatmap);
+- ``entropy_mean`` Σ_i π_i H(𝔸_i);
+- ``align_pi`` |cos(u₁, π)|, u₁ W₀'s top left singular vector (Stage I: W₀ → (π/‖π‖)α₁ᵀ);
+  ``align_phi`` cos_F(Φ, ππᵀ) (Stage II: Φ/‖Φ‖ → ππᵀ/‖π‖²);
+- ``thm37``: (1 − π₁)γ₁ − (d − 1)π₁ γ̄_{i≠1} (Thm 3.7's mass-redistribution combination, γ̄ the
+  mean of the others), ``phi_norm`` ‖Φ‖_F, ``m_norm`` ‖M‖_F.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+
+from attndyn.models.markov.model import (
+    Arch,
+    Params,
+    population_attention,
+    population_logits,
+    shorthands,
+)
+
+
+def effective_rank(a: jax.Array) -> jax.Array:
+    """exp(H(p)), p = σ/Σσ the normalised singular values."""
+    s = jnp.linalg.svd(a, compute_uv=False)
+    p = s / jnp.maximum(jnp.sum(s), jnp.finfo(s.dtype).tiny)
+    h = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
+    return jnp.exp(h)
+
+
+def row_entropy(a: jax.Array) -> jax.Array:
+    """H(a_i) = −Σ_j a_ij log a_ij per row (nats)."""
+    return -jnp.sum(jnp.where(a > 0, a * jnp.log(jnp.where(a > 0, a, 1.0)), 0.0), axis=1)
+
+
+def _kl_rows(ref: jax.Array, logp: jax.Array) -> jax.Array:
+    safe = jnp.where(ref > 0, ref, 1.0)
+    return jnp.sum(jnp.where(ref > 0, ref * (jnp.log(safe) - logp), 0.0), axis=1)
+
+
+def _cos(u: jax.Array, v: jax.Array) -> jax.Array:
+    den = jnp.linalg.norm(u) * jnp.linalg.norm(v)
+    return jnp.sum(u * v) / jnp.maximum(den, jnp.finfo(u.dtype).tiny)
+
+
+def observe(
+    params: Params,
+    pi: jax.Array,
+    P: jax.Array,
+    entropy_star: float,
+    track: Sequence[int],
+    arch: Arch = Arch(),
+) -> dict[str, jax.Array]:
+    """The observables above at one record point (scalars)."""
+    sh = shorthands(params, arch)
+    W0 = params["W0"]
+    A = population_attention(sh["Phi"], pi)
+    logp = jax.nn.log_softmax(population_logits(params, pi, arch), axis=1)
+    loss = -jnp.sum(pi[:, None] * P * logp)
+    d = pi.shape[0]
+    uniform = jnp.full((d, d), 1.0 / d, pi.dtype)
+    out = {
+        "loss": loss,
+        "loss_gap": loss - entropy_star,
+        "kl_uniform": jnp.sum(pi * _kl_rows(uniform, logp)),
+        "kl_unigram": jnp.sum(pi * _kl_rows(jnp.broadcast_to(pi, (d, d)), logp)),
+        "kl_bigram": jnp.sum(pi * _kl_rows(P, logp)),
+        "erank_W0": effective_rank(W0),
+        "erank_W1": effective_rank(params["W1"]),
+        "erank_WQK": effective_rank(sh["WQK"]),
+        "phi_norm": jnp.linalg.norm(sh["Phi"]),
+        "m_norm": jnp.linalg.norm(sh["M"]),
+    }
+    H = row_entropy(A)
+    out["entropy_mean"] = jnp.sum(pi * H)
+    u, _, vt = jnp.linalg.svd(W0, full_matrices=False)
+    gamma = W0 @ vt[0]
+    gamma = jnp.where(jnp.sum(pi * gamma) < 0, -gamma, gamma)
+    out["align_pi"] = jnp.abs(_cos(u[:, 0], pi))
+    out["align_phi"] = _cos(sh["Phi"], jnp.outer(pi, pi))
+    out["thm37"] = (1.0 - pi[0]) * gamma[0] - (d - 1) * pi[0] * jnp.mean(gamma[1:])
+    norms = jnp.linalg.norm(W0, axis=1)
+    unit = W0 / jnp.maximum(norms, jnp.finfo(W0.dtype).tiny)[:, None]
+    cos = unit @ unit.T
+    for i in track:
+        out[f"entropy_{i}"] = H[i]
+        out[f"norm_{i}"] = norms[i]
+        out[f"gamma_{i}"] = gamma[i]
+        for j in track:
+            out[f"attn_{i}_{j}"] = A[i, j]
+            if j > i:
+                out[f"cos_{i}_{j}"] = cos[i, j]
+    return out
