@@ -38,6 +38,14 @@ PINNED: dict[str, list[str]] = {
         "factorised-sensitivity-decayed",
     ],
     "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
+    "focus-stages": [
+        "stage1-rate",
+        "attention-frozen",
+        "plateau-gap",
+        "focus-alignment",
+        "dilution",
+        "rank-steps",
+    ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
     "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17"],
     "aim-solvable": [

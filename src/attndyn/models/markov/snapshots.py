@@ -53,9 +53,7 @@ def snapshots(config: MarkovConfig, seeds=None) -> dict[str, np.ndarray]:
         def observe(params, state):
             out = problem.observe(params, state)
             qk = params["WQ"] @ params["WK"].T
-            out["wqk_drift"] = jnp.linalg.norm(qk - state["WQK0"]) / jnp.linalg.norm(
-                state["WQK0"]
-            )
+            out["wqk_drift"] = jnp.linalg.norm(qk - state["WQK0"]) / jnp.linalg.norm(state["WQK0"])
             out["w0_pi"] = jnp.linalg.norm(pi @ params["W0"]) / jnp.linalg.norm(pi)
             out["w0_norm"] = jnp.linalg.norm(params["W0"])
             return out, params["W0"]

@@ -1,0 +1,1 @@
+"""Experiments on the one-layer transformer on Markov chains (arXiv 2605.01199)."""
