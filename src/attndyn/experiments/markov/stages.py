@@ -48,7 +48,7 @@ NAME = "focus-stages"
 
 
 class Config(ExperimentConfig):
-    seeds: int = Field(4, ge=2, description="seeds (independent inits)")
+    seeds: int = Field(8, ge=2, description="seeds (independent inits)")
     pi: tuple[float, ...] | None = Field(
         None, description="stationary law π (sums to 1); None: built by pi_kind"
     )
@@ -56,11 +56,13 @@ class Config(ExperimentConfig):
         "paper", description="paper: (0.75, 0.19, 0.05, 0.01); geometric: Appendix E.1"
     )
     d: int = Field(4, ge=2, le=8, description="vocabulary size of the geometric π")
-    lam: float = Field(0.5, gt=0, lt=1, description="λ of P = λI + (1 − λ)𝟙πᵀ (Eq. 2)")
+    lam: float = Field(
+        0.8, gt=0, lt=1, description="λ of P = λI + (1 − λ)𝟙πᵀ (Eq. 2; Appendix E.1: 0.8)"
+    )
     m: int = Field(8, ge=1, description="embedding width")
     init_scale: float | None = Field(1e-4, gt=0, description="init N(0, ε²); None: ε = 1/m")
-    t_max: float = Field(600.0, gt=0, description="flow time")
-    records: int = Field(90, ge=10, description="log-spaced records")
+    t_max: float = Field(1500.0, gt=0, description="flow time")
+    records: int = Field(120, ge=10, description="log-spaced records")
     optimizer: Literal["flow", "gd"] = Field("flow", description="gradient flow or GD (lr)")
     lr: float = Field(0.05, gt=0, description="GD step (time = lr·step); flow: record grid")
     rtol: float = Field(1e-6, gt=0, lt=1, description="flow tolerance")
@@ -73,7 +75,7 @@ class Config(ExperimentConfig):
     plateau_tol: float = Field(0.05, gt=0, description="relative tolerance of the plateau")
     align_target: float = Field(0.9, gt=0, le=1, description="cos_F(Φ, ππᵀ) at focus end")
     dilution_margin: float = Field(0.1, gt=0, description="fall of 𝔸_i0 after its peak")
-    rank_steps: int = Field(2, ge=1, le=8, description="effective-rank levels reached in order")
+    rank_steps: int = Field(3, ge=1, le=8, description="effective-rank levels reached in order")
     sigma1_theory: Literal["paper", "norm-squared", "time-x2"] = Field(
         "paper",
         description="negative controls: σ₁ as ‖π‖² or 2‖π‖‖π − 𝟙/d‖ (wrong Stage-I theories)",
@@ -191,14 +193,14 @@ class FocusStages(Experiment):
     )
     Config = Config
     presets = {
-        "tiny": {"seeds": 4, "t_max": 600.0, "records": 100, "rank_steps": 2},
-        "small": {"seeds": 4, "t_max": 8000.0, "records": 110, "rank_steps": 3},
+        "tiny": {"seeds": 4, "t_max": 350.0, "records": 100, "rank_steps": 2},
+        "small": {"seeds": 8, "t_max": 1500.0, "records": 120, "rank_steps": 3},
         "paper": {
             "seeds": 4,
             "m": 256,
             "init_scale": None,
-            "t_max": 20000.0,
-            "records": 120,
+            "t_max": 3000.0,
+            "records": 140,
             "rank_steps": 3,
         },
     }

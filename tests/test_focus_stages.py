@@ -1,0 +1,106 @@
+"""focus-stages (arXiv 2605.01199): its measurement helpers on inputs with known answers, the
+snapshots against the simulator, the π/λ plumbing of ``--set`` and the figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attndyn import runs
+from attndyn.core.config import parse_assignments, validate
+from attndyn.experiments.markov.stages import rank_levels, sim_values, stage1
+from attndyn.experiments.runner import experiment_config, run_experiment
+from attndyn.models import markov
+from attndyn.models.markov.snapshots import snapshots
+
+
+def test_stage1_recovers_a_known_rate_and_window():
+    t = np.linspace(0.0, 40.0, 401)
+    x = 1e-4 * np.exp(0.37 * t)  # exact exponential growth
+    x = np.where(x > 1.0, 1.0, x)  # then saturates
+    drift = 1e-3 * t
+    rate, worst, ta, tb = stage1(t, x, drift, growth=10.0, top=0.1)
+    assert rate == pytest.approx(0.37, rel=1e-9)
+    # window: from x = 10·x(0) (t = ln 10/0.37) to x = 0.1 (t = ln 1000/0.37)
+    assert ta == pytest.approx(np.log(10) / 0.37, abs=0.1)
+    assert tb == pytest.approx(np.log(1000) / 0.37, abs=0.1)
+    assert worst == pytest.approx(1e-3 * tb)
+
+
+def test_stage1_is_nan_without_a_window():
+    t = np.linspace(0.0, 10.0, 50)
+    rate, worst, _, _ = stage1(t, np.full(50, 0.5), np.zeros(50), growth=10.0, top=0.1)
+    assert np.isnan(rate) and np.isnan(worst)
+
+
+@pytest.mark.parametrize(
+    "erank, levels",
+    [
+        ([3.7, 2.0, 1.02, 1.03, 1.6, 2.0, 2.4, 2.9], 3),
+        ([3.7, 1.02, 1.9, 2.1], 2),
+        ([3.7, 3.0, 2.6], 0),  # never condenses to ≈ 1
+        ([3.7, 1.1, 1.2, 1.4], 1),
+        ([3.7, 1.1, 3.0], 3),  # one jump through two levels counts both
+    ],
+)
+def test_rank_levels(erank, levels):
+    assert rank_levels(np.asarray(erank)) == levels
+
+
+BASE = dict(m=4, init_scale=1e-3, t_max=40.0, records=12, seeds=2, dtype="float64")
+
+
+@pytest.mark.parametrize("optimizer, lr", [("flow", 0.05), ("gd", 0.05)])
+def test_snapshots_match_the_simulator(optimizer, lr):
+    cfg = validate(markov.Config, dict(BASE, optimizer=optimizer, lr=lr))
+    traj = markov.simulate(cfg)
+    snap = snapshots(cfg)
+    assert snap["W0"].shape == (2, len(traj["time"]), 4, 4)
+    np.testing.assert_allclose(snap["time"], traj["time"].values)
+    for name in ("loss_gap", "erank_W0", "attn_1_0", "align_phi"):
+        np.testing.assert_allclose(snap[name], traj[name].values, rtol=1e-9, atol=1e-12)
+    # the added scalars are functions of the returned W₀ and of the observables
+    fro = np.sqrt(sum(snap[f"norm_{i}"] ** 2 for i in range(4)))
+    np.testing.assert_allclose(snap["w0_norm"], fro, rtol=1e-12)
+    np.testing.assert_allclose(snap["w0_norm"], np.linalg.norm(snap["W0"], axis=(2, 3)))
+    pi = markov.DataLaw(cfg).pi
+    proj = np.linalg.norm(np.einsum("i,stim->stm", pi, snap["W0"]), axis=-1) / np.linalg.norm(pi)
+    np.testing.assert_allclose(snap["w0_pi"], proj, rtol=1e-10)
+    assert np.all(snap["wqk_drift"][:, 0] == 0.0)
+
+
+def test_snapshots_refuse_sampled_data():
+    from attndyn.errors import InputError
+
+    cfg = validate(markov.Config, dict(BASE, data="online", optimizer="gd"))
+    with pytest.raises(InputError, match="population"):
+        snapshots(cfg)
+
+
+def test_set_pi_and_lam_reach_the_markov_run():
+    values = parse_assignments(["pi=[0.5, 0.3, 0.2]", "lam=0.3"])
+    _, config = experiment_config("focus-stages", "tiny", values)
+    sim = runs.family_config("markov", sim_values(config))
+    law = markov.DataLaw(sim)
+    np.testing.assert_allclose(law.pi, [0.5, 0.3, 0.2])
+    np.testing.assert_allclose(law.P, 0.3 * np.eye(3) + 0.7 * np.outer(np.ones(3), law.pi))
+
+
+def test_geometric_pi_is_appendix_e1():
+    _, config = experiment_config("focus-stages", "tiny", {"pi_kind": "geometric", "d": 5})
+    law = markov.DataLaw(runs.family_config("markov", sim_values(config)))
+    p = 0.5 ** np.arange(1, 6)
+    np.testing.assert_allclose(law.pi, p / p.sum())
+
+
+def test_the_figure_is_written(tmp_path):
+    outcome = run_experiment(
+        "focus-stages", "tiny", {"t_max": 150.0, "seeds": 2, "records": 50}, out=tmp_path
+    )
+    path = outcome.figure
+    assert path.exists() and path.stat().st_size > 10_000
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    names = [s["name"] for s in outcome.summary["stages"][0]]
+    assert names[0] == "condensation" and "focus" in names
+    for key in ("plateau_gap_theory", "plateau_gap_measured", "sigma1_theory", "sigma1_measured"):
+        assert np.isfinite(outcome.summary[key])
