@@ -199,7 +199,7 @@ class FocusStages(Experiment):
             "seeds": 4,
             "m": 256,
             "init_scale": None,
-            "t_max": 3000.0,
+            "t_max": 1500.0,
             "records": 140,
             "rank_steps": 3,
         },
