@@ -375,7 +375,7 @@ class FocusStages(Experiment):
             ),
             Claim.at_most(
                 "attention-frozen",
-                f"max ‖W_QK − W_QK(0)‖/‖W_QK(0)‖ over the Stage-I {window}",
+                f"max ‖W_QK − W_QK(0)‖/‖W_QK(0)‖ from t = 0 to the end of the Stage-I {window}",
                 m["drift_ci"],
                 config.frozen_tol,
             ),
