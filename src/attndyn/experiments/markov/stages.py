@@ -9,13 +9,14 @@ the observables, W₀ at every record (PCA, Fig. 2B) and the W_QK drift. Claims 
 
 - ``stage1-rate``: the log-slope of ‖πᵀW₀‖/‖π‖ over the linear window (from growth ×``growth``
   to ``top``) over σ₁ = ‖π‖‖π − 𝟙/d‖ (Thm 3.2, Eq. 10) within 1 ± ``rate_tol``;
-- ``attention-frozen``: max ‖W_QK − W_QK(0)‖/‖W_QK(0)‖ over that window ≤ ``frozen_tol``
+- ``attention-frozen``: max ‖W_QK − W_QK(0)‖/‖W_QK(0)‖ up to the window's end ≤ ``frozen_tol``
   (Thm 3.2: ∂L/∂Φ|₀ = 0; Lemma 3.1's remainder);
 - ``plateau-gap``: L − L* on the first plateau (the flattest record between the end of
   condensation and the start of focus) over Σ_i π_i KL(P_i ‖ π) (Prop. 3.3) within
   1 ± ``plateau_tol``;
-- ``focus-alignment``: cos_F(Φ, ππᵀ) at the end of the first focus stage ≥ ``align_target``
-  (Props 3.4–3.5: Φ/‖Φ‖ → ππᵀ/‖π‖²);
+- ``focus-alignment``: cos_F(Φ, ππᵀ) at the end of the first focus stage (its end or the start
+  of dilution, whichever is first) ≥ ``align_target``
+  (Prop. 3.4, Thm 3.5, Eq. 16: Φ/‖Φ‖ → ππᵀ/‖π‖² near θ_c¹);
 - ``dilution``: the smallest, over low-frequency queries i, fall of 𝔸_{i,0} from its peak to its
   later minimum ≥ ``dilution_margin`` (Section 3.3, Thm 3.7);
 - ``rank-steps``: the number of effective-rank levels 1, 2, 3, … of W₀ reached in order
