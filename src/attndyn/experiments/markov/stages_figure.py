@@ -112,5 +112,4 @@ def draw(config, traj, m: dict[str, Any]):
         f"focus-stages: π = {tuple(round(p, 3) for p in m['pi'])}, λ = {m['lam']}, m = "
         f"{config.m}, ε = {config.init_scale or 1 / config.m:g}, {config.optimizer}"
     )
-    fig.tight_layout()
-    return fig
+    return fig  # save_figure lays it out
