@@ -16,8 +16,10 @@ Method (ours, the paper's Eq. 22–23 set-up made numerical):
    equation then holds to rounding, ``kernel_residual``, because critical points of 𝒲 are not
    isolated — a one-parameter family of (γ, η) gives the same sums 𝔸_iγ — and persist at δ > 0).
 Both are linear in δ as δ → 0 (with different slopes, since θ(δ) − θ₀ = O(δ)); the
-critical-point one bends once δ is comparable with the smallest nonzero eigenvalue of the
-Hessian on 𝒲 (docs/focus.md, "Theory").
+critical-point one bends once δ is comparable with the small nonzero eigenvalues of the Hessian
+on 𝒲. Whether θ₀ is neutrally stable on 𝒲 (Prop. 3.8) depends on (π₁, λ): at (0.6, 0.5) it is,
+at (0.7, 0.8) the symmetric flow's end point has an O(1) unstable direction on 𝒲 breaking
+γ₂ = γ₃ (:func:`degenerate_point` keeps the symmetry exactly). Measured numbers: docs/focus.md.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def perturbed_pi(pi1: float, delta: float) -> np.ndarray:
 
 
 def degenerate_point(
-    pi1: float, lam: float, eta0: float = 1e-6, t_end: float = 4000.0
+    pi1: float, lam: float, eta0: float = 1e-6, t_end: float = 2000.0
 ) -> np.ndarray:
     """θ₀ = (γ, β, η) of Prop. 3.8 at δ = 0 (d = 3): Eq. 20 from γ = κ₁π/‖π‖,
     β = κ₁(π − 𝟙/3)/‖π − 𝟙/3‖, η = ``eta0`` (Eq. 19), integrated to ``t_end``."""
@@ -88,14 +90,18 @@ _MASK, _ = ravel_pytree(
 )
 
 
-def _transverse_top(q: np.ndarray, pi: np.ndarray, P: np.ndarray) -> tuple[float, float]:
-    """(top eigenvalue of −∇²L on the transverse block, max |coupling to 𝒲's block|)."""
+def _hessian_blocks(q: np.ndarray, pi: np.ndarray, P: np.ndarray) -> dict[str, float]:
+    """Top eigenvalues of −∇²L on the transverse block and on 𝒲's block, and the largest
+    Hessian entry coupling the two."""
     flat, unravel = ravel_pytree(_params(jnp.asarray(q)))
     H = jax.hessian(lambda f: population_loss(unravel(f), jnp.asarray(pi), jnp.asarray(P)))(flat)
     H = np.asarray(H)
     on = np.asarray(_MASK) > 0
-    top = float(np.linalg.eigvalsh(-H[np.ix_(~on, ~on)])[-1])
-    return top, float(np.max(np.abs(H[np.ix_(on, ~on)])))
+    return {
+        "rate": float(np.linalg.eigvalsh(-H[np.ix_(~on, ~on)])[-1]),
+        "tangential": float(np.linalg.eigvalsh(-H[np.ix_(on, on)])[-1]),
+        "coupling": float(np.max(np.abs(H[np.ix_(on, ~on)]))),
+    }
 
 
 def _range_solve(q0: np.ndarray, pi: np.ndarray, P: np.ndarray, pi0, P0, iters: int = 30):
@@ -115,7 +121,7 @@ def _range_solve(q0: np.ndarray, pi: np.ndarray, P: np.ndarray, pi0, P0, iters: 
         if np.max(np.abs(g)) < 1e-15:
             break
         h = QR.T @ np.asarray(hess(jnp.asarray(q), *args)) @ QR
-        q = q - QR @ np.linalg.solve(h, g)
+        q = q - QR @ np.linalg.lstsq(h, g, rcond=None)[0]
     return q, float(np.max(np.abs(QK.T @ np.asarray(grad(jnp.asarray(q), *args))), initial=0.0))
 
 
@@ -124,9 +130,12 @@ def transverse_rate(
 ) -> dict[str, float]:
     """Thm 3.9's transverse unstable eigenvalue at δ (see the module docstring for ``at``).
 
-    Returns ``rate`` (top eigenvalue of −∇²L_⊥), ``coupling`` (largest Hessian entry between 𝒲
-    and the transverse block: 0 by the reflection symmetry) and ``grad`` (max |∇L| on 𝒲 at the
-    point used: 0 at a critical point, O(δ) when frozen)."""
+    Returns ``rate`` (top eigenvalue of −∇²L_⊥), ``tangential`` (top eigenvalue of −∇²L on 𝒲;
+    Thm 3.9: positive ones are O(δ²)), ``coupling`` (largest Hessian entry between 𝒲 and the
+    transverse block: 0 by the reflection symmetry), ``grad`` (max |∇L| at the point used: 0 at
+    a critical point, O(δ) when frozen), ``sigma_gm`` (top singular value of ∂L/∂M: Lemma D.17's
+    mechanism, the transverse block being [[0, ∂L/∂M], [∂L/∂Mᵀ, 0]] up to ∂L/∂Φ terms),
+    ``grad_phi`` (max |∂L/∂Φ|; Lemma D.17: O(δ²)) and ``kernel_residual`` (``at='range'``)."""
     with jax.enable_x64(True):
         y0 = degenerate_point(pi1, lam) if theta0 is None else np.asarray(theta0)
         pi = perturbed_pi(pi1, delta)
@@ -138,10 +147,16 @@ def transverse_rate(
             q, kernel = _range_solve(q, pi, P, pi0, lazy_chain(pi0, lam))
         elif at != "frozen":
             raise ValueError(f"at must be 'range' or 'frozen' (got {at!r})")
-        rate, coupling = _transverse_top(q, pi, P)
+        out = _hessian_blocks(q, pi, P)
         g = jax.grad(lambda x: population_loss(_params(x), jnp.asarray(pi), jnp.asarray(P)))
-        grad = float(np.max(np.abs(np.asarray(g(jnp.asarray(q))))))
-    return {"rate": rate, "coupling": coupling, "grad": grad, "kernel_residual": kernel}
+        out["grad"] = float(np.max(np.abs(np.asarray(g(jnp.asarray(q))))))
+        g_m, g_phi = reduced.shorthand_grads(
+            np.outer(q[:3], q[3:6]), q[6] * q[7] * np.outer(q[:3], q[:3]), pi, P
+        )
+        out["sigma_gm"] = float(np.linalg.svd(g_m, compute_uv=False)[0])
+        out["grad_phi"] = float(np.max(np.abs(g_phi)))
+        out["kernel_residual"] = kernel
+    return out
 
 
 def transverse_rates(
