@@ -8,7 +8,8 @@ arXiv 2605.01199 (abstract, Section 3) describes one focus–dilution cycle as
 and the cycle repeats. The detector reads each stage off one signal (docs/focus.md, "Stages"):
 
 - ``condensation``: the effective rank of W₀ falling from its initial value to ≤ 1 + ``rank_tol``;
-- ``restart``: every upward crossing of a level k + 1/2 (k ≥ 1) by the effective rank r of W₀,
+- ``restart``: after condensation, the first upward crossing of each level k + 1/2 (k ≥ 1) by the
+  effective rank r of W₀,
   from the last time r ≤ k + ``rank_tol`` to the first time r ≥ k + 1 − ``rank_tol`` (or the next
   crossing, or the end);
 - ``focus``: every rise of F(t) = Σ_i π_i 𝔸_{i,top} (the π-weighted attention on the most frequent
@@ -145,11 +146,15 @@ def _restarts(time: np.ndarray, erank: np.ndarray, rank_tol: float) -> list[Stag
     """Rank rises through k + 1/2 (see the module docstring)."""
     out = []
     n = len(erank)
-    crossings = [
-        (k, idx)
-        for k in range(1, int(np.nanmax(erank)) + 1)
-        for idx in np.flatnonzero((erank[:-1] < k + 0.5) & (erank[1:] >= k + 0.5))[:1] + 1
-    ]
+    condensed = np.flatnonzero(erank <= 1.0 + rank_tol)
+    if not len(condensed):
+        return out  # no rank-one stage, so nothing restarts
+    first = int(condensed[0])
+    up = lambda k: np.flatnonzero((erank[first:-1] < k + 0.5) & (erank[first + 1 :] >= k + 0.5))  # noqa: E731
+    crossings = sorted(
+        (first + 1 + int(up(k)[0]), k) for k in range(1, int(np.nanmax(erank)) + 1) if len(up(k))
+    )
+    crossings = [(k, idx) for idx, k in crossings]
     for c, (k, idx) in enumerate(crossings):
         before = np.flatnonzero(erank[:idx] <= k + rank_tol)
         if not len(before):
