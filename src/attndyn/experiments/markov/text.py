@@ -140,9 +140,9 @@ def tracked(corpus, pi: np.ndarray, key: str) -> tuple[list[int], list[int], lis
     top3 = order[:3]
     mid, origin = [], []
     for word in PAPER_WORDS.get(key, ()):
-        i = corpus.index(word)
-        if i is None:
-            i = corpus.index("␣" + word)
+        # BPE: the word-initial piece (leading space, shown ␣) first, as in running text
+        forms = ("␣" + word, word) if corpus.decoder is not None else (word,)
+        i = next((j for j in map(corpus.index, forms) if j is not None), None)
         if i is not None and i not in top3 and i not in mid and len(mid) < 3:
             mid.append(i)
             origin.append("paper")
