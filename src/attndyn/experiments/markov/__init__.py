@@ -1,0 +1,1 @@
+"""Experiments on the one-layer transformer of arXiv 2605.01199 (focus and dilution)."""
