@@ -120,12 +120,27 @@ def integrate_full(
     pi: np.ndarray,
     P: np.ndarray,
     rtol: float = 1e-10,
+    solver: str = "bs3",
 ) -> dict[str, np.ndarray]:
     """The full gradient flow of Eq. 4 on Prop. 2.3's loss (the simulator's ``optimizer='flow'``
-    integrator, :func:`attndyn.core.flow.integrate_flow`, float64) from ``params0``; returns each
-    weight at ``times``, shape (len(times), …)."""
+    integrator, :func:`attndyn.core.flow.integrate_flow`, float64, ``solver`` bs3 or ros2 as
+    ``markov.simulate`` sets them up) from ``params0``; returns each weight at ``times``, shape
+    (len(times), …)."""
     from attndyn.core.flow import integrate_flow
-    from attndyn.models.markov.model import population_loss
+    from attndyn.models.markov.model import (
+        population_curvature,
+        population_logits,
+        population_loss,
+    )
+
+    gauss_newton = None
+    if solver == "ros2":
+        gauss_newton = (
+            lambda p, s: population_logits(p, s["pi"]).reshape(-1),
+            lambda z, s: population_curvature(z, s["pi"]),
+        )
+    elif solver != "bs3":
+        raise ValueError(f"solver must be 'bs3' or 'ros2' (got {solver!r})")
 
     with jax.enable_x64(True):
         p0 = {k: jnp.asarray(v, jnp.float64) for k, v in params0.items()}
@@ -138,5 +153,6 @@ def integrate_full(
             np.array([0]),
             rtol=rtol,
             atol=1e-14,
+            gauss_newton=gauss_newton,
         )
     return {k: np.asarray(v)[0] for k, v in result.observables.items()}
