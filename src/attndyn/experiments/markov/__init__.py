@@ -1,1 +1,1 @@
-"""Experiments on the one-layer transformer on Markov chains (arXiv 2605.01199)."""
+"""Experiments on the one-layer transformer of arXiv 2605.01199 (focus and dilution)."""

@@ -66,7 +66,10 @@ class Config(ExperimentConfig):
     records: int = Field(120, ge=10, description="log-spaced records")
     optimizer: Literal["flow", "gd"] = Field("flow", description="gradient flow or GD (lr)")
     lr: float = Field(0.05, gt=0, description="GD step (time = lr·step); flow: record grid")
-    rtol: float = Field(1e-6, gt=0, lt=1, description="flow tolerance")
+    rtol: float = Field(1e-4, gt=0, lt=1, description="flow tolerance (global error ≈ rtol)")
+    solver: Literal["ros2", "bs3"] = Field(
+        "ros2", description="flow: Rosenbrock ROS2 (stiff late stages) or explicit bs3"
+    )
     dtype: Literal["float32", "float64"] = Field("float64")
     # claims
     growth: float = Field(10.0, gt=1, description="Stage-I window starts at this growth")
@@ -105,6 +108,7 @@ def sim_values(config: Config) -> dict[str, Any]:
         optimizer=config.optimizer,
         lr=config.lr,
         rtol=config.rtol,
+        solver=config.solver,
         dtype=config.dtype,
         seeds=config.seeds,
         seed=config.seed,

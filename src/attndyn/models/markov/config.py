@@ -79,6 +79,11 @@ class MarkovConfig(SimulationConfig):
     max_tokens: int = Field(
         2_000_000, ge=100, description="text: corpus tokens kept (from the start)"
     )
+    shuffle_tokens: bool = Field(
+        False,
+        description="text: permute the corpus's tokens once (seed 0): keeps π̂, destroys every "
+        "order statistic (a negative control)",
+    )
     # --- model --------------------------------------------------------------------------------
     m: int = Field(256, ge=1, le=16_384, description="embedding width m (Appendix E.1: 256)")
     m_k: int | None = Field(None, ge=1, description="query/key width; None: m")
@@ -103,10 +108,17 @@ class MarkovConfig(SimulationConfig):
     optimizer: Literal["gd", "adam", "flow"] = Field(
         "gd",
         description="gd: θ ← θ − lr∇L; adam: optax Adam (Appendix E.1); flow: adaptive "
-        "Bogacki–Shampine integration of θ̇ = −∇L (population only)",
+        "integration of θ̇ = −∇L (population only; see solver)",
     )
     lr: float = Field(0.05, gt=0, description="step size; time = lr·step")
-    rtol: float = Field(1e-6, gt=0, lt=1, description="flow: relative tolerance per step")
+    rtol: float = Field(
+        1e-4, gt=0, lt=1, description="flow: relative tolerance per step (global error ≈ rtol)"
+    )
+    solver: Literal["ros2", "bs3"] = Field(
+        "ros2",
+        description="flow: ros2 (Rosenbrock W-method with the Gauss–Newton Jacobian, for stiff "
+        "late stages) or bs3 (explicit Bogacki–Shampine); see attndyn.core.flow",
+    )
 
     @field_validator("pi")
     @classmethod

@@ -3,7 +3,8 @@
 Fig. 2(B) and Appendix E.2 apply PCA to the embedding snapshots W₀(t) of a run; Lemma 3.1 and
 Thm 3.2 say the attention block W_QK = W_QW_Kᵀ stays O(ε) in Stage I. Neither is a scalar of the
 current parameters alone, so :func:`snapshots` integrates a population run once more (the same
-init, the same flow or GD as :func:`attndyn.models.markov.simulate`) and returns, besides the
+init, the same flow solver — ``solver`` ros2 or bs3 — or GD as
+:func:`attndyn.models.markov.simulate`) and returns, besides the
 observables of observables.py, per record:
 
 - ``W0``: the embedding (seed, time, d, m);
@@ -19,11 +20,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.core.flow import FlowCarry, make_flow_advance
+from attndyn.core.flow import (
+    FlowCarry,
+    bs3_step,
+    gauss_newton_solver,
+    make_flow_advance,
+    ros2_step,
+)
 from attndyn.core.grids import record_grid
 from attndyn.core.simulate import seed_array
 from attndyn.core.trainer import seed_keys
 from attndyn.errors import InputError
+from attndyn.models.markov import model
 from attndyn.models.markov.config import MarkovConfig
 
 
@@ -73,7 +81,16 @@ def snapshots(config: MarkovConfig, seeds=None) -> dict[str, np.ndarray]:
                 jnp.zeros(n, jnp.int32),
                 jnp.zeros(n, bool),
             )
-            advance = make_flow_advance(rhs, config.rtol, 1e-12)
+            if config.solver == "ros2":  # as in markov.simulate
+                arch = model.Arch.of(config)
+                solve = gauss_newton_solver(
+                    lambda p, st: model.population_logits(p, st["pi"], arch).reshape(-1),
+                    lambda z, st: model.population_curvature(z, st["pi"]),
+                )
+                step, order = ros2_step(rhs, solve), 1
+            else:
+                step, order = bs3_step(rhs), 2
+            advance = make_flow_advance(rhs, step, order, config.rtol, 1e-12)
         else:
             lr = config.lr
 
