@@ -50,9 +50,9 @@ def test_rank_levels(erank, levels):
 BASE = dict(m=4, init_scale=1e-3, t_max=40.0, records=12, seeds=2, dtype="float64")
 
 
-@pytest.mark.parametrize("optimizer, lr", [("flow", 0.05), ("gd", 0.05)])
-def test_snapshots_match_the_simulator(optimizer, lr):
-    cfg = validate(markov.Config, dict(BASE, optimizer=optimizer, lr=lr))
+@pytest.mark.parametrize("optimizer, solver", [("flow", "ros2"), ("flow", "bs3"), ("gd", "ros2")])
+def test_snapshots_match_the_simulator(optimizer, solver):
+    cfg = validate(markov.Config, dict(BASE, optimizer=optimizer, solver=solver, lr=0.05))
     traj = markov.simulate(cfg)
     snap = snapshots(cfg)
     assert snap["W0"].shape == (2, len(traj["time"]), 4, 4)
