@@ -20,13 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.core.flow import (
-    FlowCarry,
-    bs3_step,
-    gauss_newton_solver,
-    make_flow_advance,
-    ros2_step,
-)
+from attndyn.core.flow import integrate_flow
 from attndyn.core.grids import record_grid
 from attndyn.core.simulate import seed_array
 from attndyn.core.trainer import seed_keys
@@ -64,59 +58,69 @@ def snapshots(config: MarkovConfig, seeds=None) -> dict[str, np.ndarray]:
             out["wqk_drift"] = jnp.linalg.norm(qk - state["WQK0"]) / jnp.linalg.norm(state["WQK0"])
             out["w0_pi"] = jnp.linalg.norm(pi @ params["W0"]) / jnp.linalg.norm(pi)
             out["w0_norm"] = jnp.linalg.norm(params["W0"])
-            return out, params["W0"]
+            return out
 
         grad = jax.grad(lambda p, st: problem.loss(p, st, None))
-        init_keys, _ = seed_keys(np.asarray(seed_ids))
-        y, state = jax.vmap(init)(init_keys)
-        obs_fn = jax.jit(jax.vmap(observe))
+        d, m = len(law.pi), config.m
         if config.optimizer == "flow":
-            rhs = lambda p, s: jax.tree.map(jnp.negative, grad(p, s))  # noqa: E731
-            dtype = jax.tree.leaves(y)[0].dtype
-            n = len(seed_ids)
-            carry = FlowCarry(
-                y,
-                jax.vmap(rhs)(y, state),
-                jnp.full(n, 1e-3, dtype),
-                jnp.zeros(n, jnp.int32),
-                jnp.zeros(n, bool),
-            )
+            # W₀'s entries as scalar observables, so integrate_flow records them as it is
+            def observe_all(params, state):
+                out = observe(params, state)
+                for i in range(d):
+                    for k in range(m):
+                        out[f"__W0_{i}_{k}"] = params["W0"][i, k]
+                return out
+
+            gauss_newton = None
             if config.solver == "ros2":  # as in markov.simulate
                 arch = model.Arch.of(config)
-                solve = gauss_newton_solver(
+                gauss_newton = (
                     lambda p, st: model.population_logits(p, st["pi"], arch).reshape(-1),
                     lambda z, st: model.population_curvature(z, st["pi"]),
                 )
-                step, order = ros2_step(rhs, solve), 1
-            else:
-                step, order = bs3_step(rhs), 2
-            advance = make_flow_advance(rhs, step, order, config.rtol, 1e-12)
-        else:
-            lr = config.lr
+            result = integrate_flow(
+                init,
+                grad,
+                observe_all,
+                times,
+                seed_ids,
+                rtol=config.rtol,
+                gauss_newton=gauss_newton,
+            )
+            obs = result.observables
+            W0 = np.stack(
+                [np.stack([obs.pop(f"__W0_{i}_{k}") for k in range(m)], -1) for i in range(d)],
+                axis=-2,
+            )
+            out = {k: np.asarray(v, np.float64) for k, v in obs.items()}
+            out["W0"] = W0.astype(np.float64)
+            out["time"] = np.asarray(times, np.float64)
+            out["seed"] = np.asarray(seed_ids)
+            return out
+        lr = config.lr
 
-            @jax.jit
-            def gd(params, state, k):
-                def body(_, p):
-                    return jax.vmap(
-                        lambda q, s: jax.tree.map(lambda a, g: a - lr * g, q, grad(q, s))
-                    )(p, state)
+        @jax.jit
+        def gd(params, state, k):
+            def body(_, p):
+                return jax.vmap(lambda q, s: jax.tree.map(lambda a, g: a - lr * g, q, grad(q, s)))(
+                    p, state
+                )
 
-                return jax.lax.fori_loop(0, k, body, params)
+            return jax.lax.fori_loop(0, k, body, params)
 
+        def observe_w0(params, state):
+            return observe(params, state), params["W0"]
+
+        init_keys, _ = seed_keys(np.asarray(seed_ids))
+        y, state = jax.vmap(init)(init_keys)
+        obs_fn = jax.jit(jax.vmap(observe_w0))
         records, w0s = [], []
-        t, step = 0.0, 0
-        for target_step, target in zip(steps, times, strict=True):
-            if config.optimizer == "flow":
-                if target > t:
-                    carry = advance(carry, state, jnp.asarray(t, dtype), jnp.asarray(target, dtype))
-                    t = float(target)
-                params = carry.y
-            else:
-                if target_step > step:
-                    y = gd(y, state, int(target_step - step))
-                    step = int(target_step)
-                params = y
-            obs, w0 = jax.device_get(obs_fn(params, state))
+        step = 0
+        for target_step in steps:
+            if target_step > step:
+                y = gd(y, state, int(target_step - step))
+                step = int(target_step)
+            obs, w0 = jax.device_get(obs_fn(y, state))
             records.append(obs)
             w0s.append(np.asarray(w0))
     out = {k: np.stack([np.asarray(r[k], np.float64) for r in records], axis=1) for k in records[0]}
