@@ -1,17 +1,32 @@
-"""Gradient flow θ̇ = −∇L(θ) by adaptive Runge–Kutta, vmapped over seeds, in JAX.
+"""Gradient flow θ̇ = −∇L(θ) by adaptive one-step methods, vmapped over seeds, in JAX.
 
 For dynamics that sit on saddle plateaus for decades of time (e.g. arXiv 2605.01199's stages),
-fixed-step GD wastes steps where ∇L is tiny. The Bogacki–Shampine 3(2) pair (Bogacki & Shampine
-1989, Appl. Math. Lett. 2:321; scipy's ``RK23``) takes
+fixed-step GD wastes steps where ∇L is tiny. Two pairs are offered:
 
-    k₁ = f(y), k₂ = f(y + h k₁/2), k₃ = f(y + 3h k₂/4),
-    y' = y + h(2k₁ + 3k₂ + 4k₃)/9,  k₄ = f(y')  (first stage of the next step),
-    e = h(−5k₁/72 + k₂/12 + k₃/9 − k₄/8),
+- ``bs3``: the explicit Bogacki–Shampine 3(2) pair (Bogacki & Shampine 1989, Appl. Math. Lett.
+  2:321; scipy's ``RK23``)::
 
-accepts when ‖e/(atol + rtol·max(|y|, |y'|))‖_rms ≤ 1 and sets h ← h·clip(0.9‖·‖^{-1/3}, 0.2, 5).
-Each seed has its own step size; seeds run in one ``vmap``-ed ``while_loop`` per record segment.
-A seed whose state turns non-finite, or that needs more than ``max_steps`` steps in one segment,
-stops and is reported as diverged (its later records NaN).
+      k₁ = f(y), k₂ = f(y + h k₁/2), k₃ = f(y + 3h k₂/4),
+      y' = y + h(2k₁ + 3k₂ + 4k₃)/9,  k₄ = f(y')  (first stage of the next step),
+      e = h(−5k₁/72 + k₂/12 + k₃/9 − k₄/8).
+
+  Its step is bounded by stability, h ≲ 2.5/λ_max(∇²L), which is small once the loss is sharp.
+- ``ros2``: the two-stage Rosenbrock W-method ROS2 (Verwer, Spee, Blom & Hundsdorfer 1999, SIAM
+  J. Sci. Comput. 20:1456), second order for *any* matrix A and L-stable for A = ∂f/∂y::
+
+      (I − γhA)k₁ = f(y),  (I − γhA)k₂ = f(y + hk₁) − 2k₁,  γ = 1 + 1/√2,
+      y' = y + h(3k₁ + k₂)/2,  e = h(k₁ + k₂)/2  (against the first-order y + hk₁).
+
+  For a loss L = ℓ(z(θ)) with few outputs z (K of them) we take the Gauss–Newton Jacobian
+  A = −JᵀHJ, J = ∂z/∂θ (K×N), H = ∇²_zℓ ⪰ 0, and solve by Woodbury,
+  (I + cJᵀHJ)⁻¹v = v − cJᵀ(I_K + cHJJᵀ)⁻¹HJv: K vector–Jacobian products and one K×K solve per
+  step. The stiff directions of a sharp loss are those of JᵀHJ, so the step is set by accuracy.
+
+Both accept when ‖e/(atol + rtol·max(|y|, |y'|))‖_rms ≤ 1 and set h ← h·clip(0.9‖·‖^{−1/(q+1)},
+0.2, 5) (q the order of the embedded estimate). Each seed has its own step size; seeds run in one
+``vmap``-ed ``while_loop`` per record segment. A seed whose state turns non-finite, or that needs
+more than ``max_steps`` steps in one segment, stops and is reported as diverged (its later records
+NaN).
 """
 
 from __future__ import annotations
@@ -23,9 +38,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.core.trainer import RunResult
+from attndyn.core.trainer import RunResult, seed_keys
 
 Tree = dict
+GAMMA_ROS2 = 1.0 + 1.0 / np.sqrt(2.0)
 
 
 class FlowCarry(NamedTuple):
@@ -38,7 +54,7 @@ class FlowCarry(NamedTuple):
     diverged: jax.Array
 
 
-def _axpy(y, coefs, ks, h):
+def _lin(y, coefs, ks, h=1.0):
     """y + h Σ c_i k_i on pytrees."""
 
     def one(y_leaf, *k_leaves):
@@ -50,22 +66,82 @@ def _axpy(y, coefs, ks, h):
     return jax.tree.map(one, y, *ks)
 
 
+def bs3_step(rhs: Callable) -> Callable:
+    """``step(y, f, h, state) -> (y', f(y'), e)`` of the Bogacki–Shampine pair."""
+
+    def step(y, k1, h, state):
+        k2 = rhs(_lin(y, (0.5,), (k1,), h), state)
+        k3 = rhs(_lin(y, (0.75,), (k2,), h), state)
+        y1 = _lin(y, (2 / 9, 1 / 3, 4 / 9), (k1, k2, k3), h)
+        k4 = rhs(y1, state)
+        e = _lin(
+            jax.tree.map(jnp.zeros_like, y), (-5 / 72, 1 / 12, 1 / 9, -1 / 8), (k1, k2, k3, k4), h
+        )
+        return y1, k4, e
+
+    return step
+
+
+def gauss_newton_solver(outputs: Callable, curvature: Callable) -> Callable:
+    """``solver(y, state) -> solve(v, c)`` with solve(v, c) = (I + cJᵀHJ)⁻¹v at y, J = ∂z/∂y of
+    ``outputs(y, state)`` (a flat vector of K outputs), H = ``curvature(z, state)`` (K×K)."""
+
+    def solver(y, state):
+        z, vjp = jax.vjp(lambda p: outputs(p, state), y)
+        K = z.shape[0]
+        (rows,) = jax.vmap(vjp)(jnp.eye(K, dtype=z.dtype))  # J as a pytree with a leading K axis
+        leaves = jax.tree.leaves(rows)
+        gram = sum(jnp.einsum("k...,l...->kl", r, r) for r in leaves)
+        H = curvature(z, state)
+        eye = jnp.eye(K, dtype=z.dtype)
+
+        def solve(v, c):
+            jv = sum(
+                jnp.einsum("k...,...->k", r, x)
+                for r, x in zip(leaves, jax.tree.leaves(v), strict=True)
+            )
+            w = jnp.linalg.solve(eye + c * H @ gram, H @ jv)
+            return jax.tree.map(lambda x, r: x - c * jnp.einsum("k,k...->...", w, r), v, rows)
+
+        return solve
+
+    return solver
+
+
+def ros2_step(rhs: Callable, solver: Callable) -> Callable:
+    """``step(y, f, h, state) -> (y', f(y'), e)`` of the ROS2 W-method with ``solver``."""
+
+    def step(y, f0, h, state):
+        solve = solver(y, state)
+        c = GAMMA_ROS2 * h
+        k1 = solve(f0, c)
+        f1 = rhs(_lin(y, (1.0,), (k1,), h), state)
+        k2 = solve(_lin(f1, (-2.0,), (k1,)), c)
+        y1 = _lin(y, (1.5, 0.5), (k1, k2), h)
+        e = _lin(jax.tree.map(jnp.zeros_like, y), (0.5, 0.5), (k1, k2), h)
+        return y1, rhs(y1, state), e
+
+    return step
+
+
 def make_flow_advance(
-    rhs: Callable[[Tree, object], Tree], rtol: float, atol: float, max_steps: int = 10_000_000
+    rhs: Callable[[Tree, object], Tree],
+    step: Callable,
+    error_order: int,
+    rtol: float,
+    atol: float,
+    max_steps: int = 10_000_000,
 ) -> Callable:
     """``advance(carry, state, t0, t1) -> carry``, vmapped over seeds and jitted: integrates
-    ẏ = rhs(y, state) from t0 to t1 (scalars shared by all seeds)."""
+    ẏ = rhs(y, state) from t0 to t1 (scalars shared by all seeds) with ``step``."""
+    exponent = -1.0 / (error_order + 1)
 
     def err_norm(e, y0, y1):
-        def leaf(e_l, a, b):
+        total, count = 0.0, 0
+        for e_l, a, b in zip(*(jax.tree.leaves(x) for x in (e, y0, y1)), strict=True):
             scale = atol + rtol * jnp.maximum(jnp.abs(a), jnp.abs(b))
-            return jnp.sum((e_l / scale) ** 2), e_l.size
-
-        parts = jax.tree.leaves(
-            jax.tree.map(leaf, e, y0, y1), is_leaf=lambda x: isinstance(x, tuple)
-        )
-        total = sum(p[0] for p in parts)
-        count = sum(p[1] for p in parts)
+            total = total + jnp.sum((e_l / scale) ** 2)
+            count += e_l.size
         return jnp.sqrt(total / count)
 
     def advance_one(carry: FlowCarry, state, t0, t1):
@@ -76,28 +152,19 @@ def make_flow_advance(
         def body(c):
             t, fc = c
             h = jnp.minimum(fc.h, t1 - t)
-            k1 = fc.f
-            k2 = rhs(_axpy(fc.y, (0.5,), (k1,), h), state)
-            k3 = rhs(_axpy(fc.y, (0.75,), (k2,), h), state)
-            y1 = _axpy(fc.y, (2 / 9, 1 / 3, 4 / 9), (k1, k2, k3), h)
-            k4 = rhs(y1, state)
-            e = jax.tree.map(
-                lambda a, b, c_, d: h * (-5 / 72 * a + 1 / 12 * b + 1 / 9 * c_ - 1 / 8 * d),
-                k1,
-                k2,
-                k3,
-                k4,
-            )
+            y1, f1, e = step(fc.y, fc.f, h, state)
             err = err_norm(e, fc.y, y1)
             finite = jnp.isfinite(err)
+            for leaf in jax.tree.leaves(f1):
+                finite &= jnp.isfinite(jnp.sum(leaf))
             ok = finite & (err <= 1.0)
-            factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-12) ** (-1 / 3), 0.2, 5.0)
+            factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-12) ** exponent, 0.2, 5.0)
             h_next = jnp.where(finite, h * factor, h * 0.2)
             pick = lambda new, old: jax.tree.map(lambda a, b: jnp.where(ok, a, b), new, old)  # noqa: E731
             # repeated non-finite trials shrink h by 5 each; below 1e-12 (1 + t) the seed is lost
             diverged = ~finite & (h < 1e-12 * (1.0 + t))
             new = FlowCarry(
-                pick(y1, fc.y), pick(k4, fc.f), h_next, fc.steps + 1, fc.diverged | diverged
+                pick(y1, fc.y), pick(f1, fc.f), h_next, fc.steps + 1, fc.diverged | diverged
             )
             return jnp.where(ok, t + h, t), new
 
@@ -117,23 +184,27 @@ def integrate_flow(
     rtol: float = 1e-6,
     atol: float = 1e-12,
     h0: float = 1e-3,
+    gauss_newton: tuple[Callable, Callable] | None = None,
 ) -> RunResult:
-    """Gradient flow ẏ = −grad(y, state) from ``init(PRNGKey(seed))`` (the init key of
-    :func:`attndyn.core.trainer.seed_keys`), observed at ``times`` (t = 0 first).
+    """Gradient flow ẏ = −grad(y, state) from ``init(key)`` (the init key of
+    :func:`attndyn.core.trainer.seed_keys`), observed at ``times`` (t = 0 first): ``bs3``, or
+    ``ros2`` when ``gauss_newton = (outputs, curvature)`` is given (module docstring).
 
-    Returns a RunResult whose ``steps`` are the accepted-or-rejected RK steps taken up to each
-    record (per seed, the maximum over seeds); ``diverged_step`` is the record index at which a
-    seed stopped being finite (−1 if never)."""
-    from attndyn.core.trainer import seed_keys
-
+    Returns a RunResult whose ``steps`` are the RK steps (accepted or rejected) taken up to each
+    record (the maximum over seeds); ``diverged_step`` is the record index at which a seed
+    stopped being finite (−1 if never)."""
     init_keys, _ = seed_keys(np.asarray(seeds))
     y, state = jax.vmap(init)(init_keys)
     rhs = lambda p, s: jax.tree.map(jnp.negative, grad(p, s))  # noqa: E731
+    if gauss_newton is None:
+        step, order = bs3_step(rhs), 2
+    else:
+        step, order = ros2_step(rhs, gauss_newton_solver(*gauss_newton)), 1
     f = jax.vmap(rhs)(y, state)
     dtype = jax.tree.leaves(y)[0].dtype
     n = len(seeds)
     carry = FlowCarry(y, f, jnp.full(n, h0, dtype), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool))
-    advance = make_flow_advance(rhs, rtol, atol)
+    advance = make_flow_advance(rhs, step, order, rtol, atol)
     obs_fn = jax.jit(jax.vmap(observe))
     records, steps = [], []
     div_at = np.full(n, -1, np.int64)

@@ -3,8 +3,9 @@
 Chen, Lin, Xu & Luo, "Focus and Dilution: The Multi-stage Learning Process of Attention" (ICML
 2026). ``build(config)`` returns the trainer's :class:`~attndyn.core.trainer.Problem` for the model
 of Def. 2.2 (model.py) on population (Prop. 2.3), online or fixed Markov data (data.py) or text
-(text.py); ``optimizer='flow'`` integrates the population gradient flow of Eq. 4 with an adaptive
-Runge–Kutta pair (:mod:`attndyn.core.flow`). ``time`` = lr·step (flow time). Observables:
+(text.py); ``optimizer='flow'`` integrates the population gradient flow of Eq. 4 adaptively
+(:mod:`attndyn.core.flow`: the Rosenbrock W-method ROS2 with the Gauss–Newton Jacobian of the
+logits, or explicit Bogacki–Shampine). ``time`` = lr·step (flow time). Observables:
 observables.py; the model, the data and our readings: docs/focus.md.
 """
 
@@ -203,8 +204,21 @@ def simulate(config: MarkovConfig, seeds=None):
     with jax.enable_x64(config.dtype == "float64"):
         problem = build(config, law)
         grad = jax.grad(lambda p, st: problem.loss(p, st, None))
+        gauss_newton = None
+        if config.solver == "ros2":
+            arch = model.Arch.of(config)
+            gauss_newton = (
+                lambda p, st: model.population_logits(p, st["pi"], arch).reshape(-1),
+                lambda z, st: model.population_curvature(z, st["pi"]),
+            )
         result = integrate_flow(
-            problem.init, grad, problem.observe, times, seed_ids, rtol=config.rtol
+            problem.init,
+            grad,
+            problem.observe,
+            times,
+            seed_ids,
+            rtol=config.rtol,
+            gauss_newton=gauss_newton,
         )
     return make_trajectory(
         result.observables,

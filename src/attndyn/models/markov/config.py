@@ -103,10 +103,17 @@ class MarkovConfig(SimulationConfig):
     optimizer: Literal["gd", "adam", "flow"] = Field(
         "gd",
         description="gd: θ ← θ − lr∇L; adam: optax Adam (Appendix E.1); flow: adaptive "
-        "Bogacki–Shampine integration of θ̇ = −∇L (population only)",
+        "integration of θ̇ = −∇L (population only; see solver)",
     )
     lr: float = Field(0.05, gt=0, description="step size; time = lr·step")
-    rtol: float = Field(1e-6, gt=0, lt=1, description="flow: relative tolerance per step")
+    rtol: float = Field(
+        1e-4, gt=0, lt=1, description="flow: relative tolerance per step (global error ≈ rtol)"
+    )
+    solver: Literal["ros2", "bs3"] = Field(
+        "ros2",
+        description="flow: ros2 (Rosenbrock W-method with the Gauss–Newton Jacobian, for stiff "
+        "late stages) or bs3 (explicit Bogacki–Shampine); see attndyn.core.flow",
+    )
 
     @field_validator("pi")
     @classmethod

@@ -119,3 +119,12 @@ def population_loss(params: Params, pi: jax.Array, P: jax.Array, arch: Arch = Ar
     """Prop. 2.3: L = −Σ_i π_i Σ_y P_iy log ℙ_iy with ℙ_i = softmax(z_i)."""
     logp = jax.nn.log_softmax(population_logits(params, pi, arch), axis=1)
     return -jnp.sum(pi[:, None] * P * logp)
+
+
+def population_curvature(z: jax.Array, pi: jax.Array) -> jax.Array:
+    """∇²_z L of L = −Σ_i π_i Σ_y P_iy log softmax(z_i)_y for flattened logits z (d²): block
+    diagonal, block i = π_i (diag(ℙ_i) − ℙ_iℙ_iᵀ) ⪰ 0 (independent of P since Σ_y P_iy = 1)."""
+    d = pi.shape[0]
+    prob = jax.nn.softmax(z.reshape(d, d), axis=1)
+    blocks = pi[:, None, None] * (jax.vmap(jnp.diag)(prob) - prob[:, :, None] * prob[:, None, :])
+    return jax.scipy.linalg.block_diag(*[blocks[i] for i in range(d)])
