@@ -76,6 +76,11 @@ class Config(ExperimentConfig):
     )
     records: int = Field(200, ge=20, description="log-spaced record points per run")
     rtol: float = Field(1e-6, gt=0, lt=1, description="flow solver's relative tolerance")
+    solver: Literal["bs3", "ros2"] = Field(
+        "bs3",
+        description="flow solver (core/flow.py): the explicit pair is the faster one here (m = 8, "
+        "rtol 1e-6; docs/claims/focus-symmetry.md)",
+    )
     dtype: Literal["float32", "float64"] = Field("float64", description="simulation precision")
     erank_threshold: float = Field(1.2, gt=1, description="restart: erank(W₀) crosses this")
     arrival_tol: float = Field(
@@ -116,6 +121,7 @@ def run_values(config: Config, d: int, delta: float, t_max: float, perturb: str)
         records=config.records,
         grid="log",
         rtol=config.rtol,
+        solver=config.solver,
         dtype=config.dtype,
         seeds=config.seeds,
         seed=config.seed,

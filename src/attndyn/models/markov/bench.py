@@ -1,13 +1,15 @@
 """Benchmark of the focus–dilution family (arXiv 2605.01199): the population gradient flow and
 Adam on the paper's fixed data set, each against a reference timed in the same run.
 
-Row ``flow`` (d = 4, m = 256, π = Section 4.1's, ε = 1/m, float32, one seed): the population
-gradient flow θ̇ = −∇L(θ) of Prop. 2.3 through ``t_flow`` time units (10⁶) with the adaptive
-Bogacki–Shampine solver (:mod:`attndyn.core.flow`, the integrator ``markov.simulate`` uses, on
-40 log-spaced records from t = 1):
+Rows ``flow/ros2`` and ``flow/bs3`` (d = 4, m = 256, π = Section 4.1's, ε = 1/m, float32, one
+seed, the family's rtol): the population gradient flow θ̇ = −∇L(θ) of Prop. 2.3 towards
+``t_flow`` time units (10⁶) with each solver of :mod:`attndyn.core.flow` (ROS2, the family's
+default, and the explicit Bogacki–Shampine pair), with the advance ``markov.simulate`` runs, on
+40 log-spaced records from t = 1:
 
 - ``flow_t_reached``, ``flow_wall_s`` and ``flow_steps`` (RK steps taken, 3 gradients each): the
-  run stops at the first record after ``flow_budget_s`` wall seconds (300; 20 quick), so a
+  run stops at the first record after ``flow_budget_s`` wall seconds (ros2 300, bs3 60; a fifth
+  of that quick), so a
   horizon out of reach reports how far it got; ``flow_wall_s_projected`` extends the wall time
   to t_flow at the last segment's steps per time unit (``flow_steps_per_time_last``) and steps
   per second;
@@ -101,56 +103,65 @@ def step_flops(d: int, m: int) -> float:
 
 
 def time_flow(config, budget_s: float, records: int = 40) -> dict:
-    """Integrate the population flow of ``config`` (one seed) on a log-spaced grid towards
-    ``config.t_max`` with :func:`attndyn.core.flow.make_flow_advance` (what ``simulate`` runs),
-    stopping after the first record at which ``budget_s`` wall seconds are spent. Returns the
-    time reached, the RK steps taken, the wall time (compilation excluded: a warm-up segment
-    runs first) and, when stopped early, the wall time projected to t_max at the last
-    segment's steps per time unit and steps per second."""
-    from attndyn.core.flow import FlowCarry, make_flow_advance
+    """Integrate the population flow of ``config`` (one seed, ``config.solver``) on a
+    log-spaced grid towards ``config.t_max`` with the advance ``markov.simulate`` uses
+    (:func:`attndyn.core.flow.make_flow_advance`), stopping after the first record at which
+    ``budget_s`` wall seconds are spent. Returns the time reached, the steps taken, the wall
+    time (compilation excluded: a warm-up segment to t = 1 runs first) and the wall time
+    projected to t_max at the last segment's steps per time unit and steps per second."""
+    from attndyn.core import flow as fl
     from attndyn.core.trainer import seed_keys
-    from attndyn.models.markov import build
+    from attndyn.models.markov import build, model
 
     problem = build(config)
     grad = jax.grad(lambda p, st: problem.loss(p, st, None))
     rhs = lambda p, st: jax.tree.map(jnp.negative, grad(p, st))  # noqa: E731
+    if config.solver == "ros2":
+        arch = model.Arch.of(config)
+        solve = fl.gauss_newton_solver(
+            lambda p, st: model.population_logits(p, st["pi"], arch).reshape(-1),
+            lambda z, st: model.population_curvature(z, st["pi"]),
+        )
+        step, order = fl.ros2_step(rhs, solve), 1
+    else:
+        step, order = fl.bs3_step(rhs), 2
     init_keys, _ = seed_keys(np.arange(1))
     y, state = jax.vmap(problem.init)(init_keys)
     f = jax.vmap(rhs)(y, state)
     dtype = jax.tree.leaves(y)[0].dtype
-    carry = FlowCarry(y, f, jnp.full(1, 1e-3, dtype), jnp.zeros(1, jnp.int32), jnp.zeros(1, bool))
-    advance = make_flow_advance(rhs, config.rtol, 1e-12)
-    carry = jax.block_until_ready(
-        advance(carry, state, jnp.asarray(0.0, dtype), jnp.asarray(1.0, dtype))
+    carry = fl.FlowCarry(
+        y, f, jnp.full(1, 1e-3, dtype), jnp.zeros(1, jnp.int32), jnp.zeros(1, bool)
     )
-    grid = np.geomspace(1.0, config.t_max, records)
+    advance = fl.make_flow_advance(rhs, step, order, config.rtol, 1e-12)
+
+    def run(carry, t0: float, t1: float):
+        return jax.block_until_ready(
+            advance(carry, state, jnp.asarray(t0, dtype), jnp.asarray(t1, dtype))
+        )
+
+    carry = run(carry, 0.0, 1.0)
     t, steps0 = 1.0, int(carry.steps[0])
     c0, t0 = time.process_time(), time.perf_counter()
-    last = (t, steps0, t0)
-    for target in grid[1:]:
-        carry = jax.block_until_ready(
-            advance(carry, state, jnp.asarray(t, dtype), jnp.asarray(target, dtype))
-        )
-        now = time.perf_counter()
-        last_seg = (t, int(carry.steps[0]), last[1], now - last[2])
-        last = (target, int(carry.steps[0]), now)
+    seg = (t, steps0, 0.0)
+    for target in np.geomspace(1.0, config.t_max, records)[1:]:
+        s0, w0 = int(carry.steps[0]), time.perf_counter()
+        carry = run(carry, t, float(target))
+        seg = (t, int(carry.steps[0]) - s0, time.perf_counter() - w0)
         t = float(target)
-        if now - t0 >= budget_s or bool(carry.diverged[0]):
+        if time.perf_counter() - t0 >= budget_s or bool(carry.diverged[0]):
             break
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
-    steps = int(carry.steps[0]) - steps0
-    loss_gap = float(jax.vmap(problem.observe)(carry.y, state)["loss_gap"][0])
-    seg_t0, seg_steps1, seg_steps0, seg_wall = last_seg
-    per_time = (seg_steps1 - seg_steps0) / max(t - seg_t0, 1e-300)
-    per_s = (seg_steps1 - seg_steps0) / max(seg_wall, 1e-300)
+    seg_t0, seg_steps, seg_wall = seg
+    per_time = seg_steps / max(t - seg_t0, 1e-300)
+    per_s = seg_steps / max(seg_wall, 1e-300)
     remaining = max(config.t_max - t, 0.0)
     return {
         "flow_t_reached": t,
         "flow_wall_s": wall,
-        "flow_steps": steps,
+        "flow_steps": int(carry.steps[0]) - steps0,
         "flow_cpus_used": cpu / wall,
-        "flow_final_loss_gap": loss_gap,
+        "flow_final_loss_gap": float(jax.vmap(problem.observe)(carry.y, state)["loss_gap"][0]),
         "flow_diverged": int(bool(carry.diverged[0])),
         "flow_steps_per_time_last": per_time,
         "flow_wall_s_projected": wall + remaining * per_time / per_s if remaining else wall,
@@ -301,52 +312,56 @@ def run_markov_benchmark(
     }
     rows: list[dict] = []
 
-    # (a) population flow vs fixed-step GD vs a PyTorch population GD step
-    say(f"markov flow: d = 4, m = {m}, t = {t_flow:g} ...")
-    fcfg = flow_config(m, t_flow)
-    flow = time_flow(fcfg, budget_s=size["flow_budget_s"])
-    say(f"  {flow['flow_wall_s']:.3g} s, {flow['flow_steps']} RK steps; fixed-step GD ...")
+    # (a) fixed-step GD and a PyTorch population GD step, then the flow with each solver
+    say(f"markov population GD: d = 4, m = {m} ...")
     gcfg = gd_config(m)
     gd = time_advance(gcfg, 1, min_seconds, repeats)
     gd_rate = gd["steps_per_s"]
     projected = t_flow / LR_GD / gd_rate
-    flow_time = flow["flow_wall_s_projected"]
-    torch_rate = None
-    torch_threads_used = None
+    torch_rate, torch_threads_used = None, None
     if use_torch:
         step, _, _ = torch_population_step(gcfg)
         ref = time_torch(step, min_seconds, repeats)
         torch_rate, torch_threads_used = ref["rate"], ref["threads"]
     peak = matmul_peak(n=size["peak_n"], repeats=2 if quick else 5)
     gflops = step_flops(4, m) * gd_rate / 1e9
-    rows.append(
-        {
-            "row": "flow",
-            "d": 4,
-            "m": m,
-            "t_flow": t_flow,
-            "lr_gd": LR_GD,
-            **flow,
-            "flow_steps_per_s": flow["flow_steps"] / flow["flow_wall_s"],
-            "flow_budget_s": size["flow_budget_s"],
-            "gd_steps_per_s": gd_rate,
-            "gd_cpus_used": gd["cpus_used"],
-            "gd_wall_s_projected": projected,
-            "flow_speedup_vs_gd": projected / flow_time,
-            "torch_steps_per_s": torch_rate,
-            "torch_threads": torch_threads_used,
-            "gd_speedup_vs_torch": None if torch_rate is None else gd_rate / torch_rate,
-            "gd_gflops": gflops,
-            "gd_fraction_of_matmul_peak": gflops / peak["matmul_peak_gflops"],
-            "matmul_peak_gflops": peak["matmul_peak_gflops"],
-            "load_average_1min": os.getloadavg()[0],
-            **common,
-        }
-    )
     say(
-        f"  GD {gd_rate:.4g} steps/s (projected {projected:.3g} s), flow speedup "
-        f"{rows[-1]['flow_speedup_vs_gd']:.3g}x, torch {torch_rate}"
+        f"  GD {gd_rate:.4g} steps/s (t = {t_flow:g} would take {projected:.3g} s); torch {torch_rate}"
     )
+    for solver, budget in (("ros2", size["flow_budget_s"]), ("bs3", size["flow_budget_s"] / 5)):
+        say(f"markov flow ({solver}): t = {t_flow:g}, budget {budget:g} s ...")
+        flow = time_flow(flow_config(m, t_flow, solver=solver), budget_s=budget)
+        rows.append(
+            {
+                "row": f"flow/{solver}",
+                "solver": solver,
+                "d": 4,
+                "m": m,
+                "t_flow": t_flow,
+                "rtol": flow_config(m, t_flow, solver=solver).rtol,
+                "lr_gd": LR_GD,
+                **flow,
+                "flow_steps_per_s": flow["flow_steps"] / flow["flow_wall_s"],
+                "flow_budget_s": budget,
+                "gd_steps_per_s": gd_rate,
+                "gd_cpus_used": gd["cpus_used"],
+                "gd_wall_s_projected": projected,
+                "flow_speedup_vs_gd": projected / flow["flow_wall_s_projected"],
+                "torch_steps_per_s": torch_rate,
+                "torch_threads": torch_threads_used,
+                "gd_speedup_vs_torch": None if torch_rate is None else gd_rate / torch_rate,
+                "gd_gflops": gflops,
+                "gd_fraction_of_matmul_peak": gflops / peak["matmul_peak_gflops"],
+                "matmul_peak_gflops": peak["matmul_peak_gflops"],
+                "load_average_1min": os.getloadavg()[0],
+                **common,
+            }
+        )
+        say(
+            f"  reached t = {flow['flow_t_reached']:.3g} in {flow['flow_wall_s']:.3g} s, "
+            f"{flow['flow_steps']} steps; projected {flow['flow_wall_s_projected']:.3g} s; "
+            f"speedup vs GD {rows[-1]['flow_speedup_vs_gd']:.3g}x"
+        )
 
     # (b) Adam on the fixed data set, 1 and `seeds` seeds vmapped, vs PyTorch eager
     say(f"markov adam: {n_seq} sequences of length 20, batch {batch}, m = {m} ...")
