@@ -38,7 +38,13 @@ PINNED: dict[str, list[str]] = {
         "factorised-sensitivity-decayed",
     ],
     "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
-    "focus-symmetry": ["symmetric-stall-d4", "restart-d4", "rate-slope-d4", "escape-slope-d4"],
+    "focus-symmetry": [
+        "symmetric-stall-d4",
+        "restart-d4",
+        "rate-theory-d4",
+        "rate-slope-d4",
+        "escape-slope-d4",
+    ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
     "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17"],
     "aim-solvable": [

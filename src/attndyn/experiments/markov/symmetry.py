@@ -27,6 +27,8 @@ with an O(δ) correction (positive when the O(δ²) term of μ has κ's sign). C
   half of that horizon;
 - ``restart-d{d}``: every δ > 0 restarts: erank(W₀) at the horizon ``horizon``/δ is ≥ the
   threshold (worst δ's interval; every seed crossed);
+- ``rate-theory-d{d}``: the measured μ over σ₁(∂L/∂M) averaged over the same window (the rate of
+  u̇ = −Gw, ẇ = −Gᵀu) is within 1 ± ``rate_tol`` at every δ (Student-t interval, worst δ);
 - ``rate-slope-d{d}``: the log–log slope of the transverse growth rate μ (fit of log σ₂/σ₁ on
   the plateau) against δ is within ``theory_exponent`` ± ``slope_tol`` (bootstrap over seeds):
   Θ(δ) gives 1, the O(δ²) tangential rate 2, a δ-independent escape 0;
@@ -34,8 +36,9 @@ with an O(δ) correction (positive when the O(δ²) term of μ has κ's sign). C
   arrival) against δ is within −``theory_exponent`` ± ``slope_tol``.
 
 Negative controls: ``frequent-only`` (δ moves mass to the frequent token, π = (π₁ + δ, the rest
-equal): the low-frequency tokens stay exactly symmetric, so nothing restarts: ``restart`` and
-both slopes fail); ``tangential-theory`` (``theory_exponent=2``: the O(δ²) tangential rate taken
+equal): the low-frequency tokens stay exactly symmetric, so nothing restarts: ``restart``, the
+rate and both slopes fail); ``m-rate`` (``theory_rate_factor=2``: M's transverse part u wᵀ grows
+at 2σ₁(G), W₀'s at σ₁(G); taking one for the other fails ``rate-theory``); ``tangential-theory`` (``theory_exponent=2``: the O(δ²) tangential rate taken
 for the escape rate: both slope claims fail); ``asymmetric-stall`` (``stall_delta`` = 0.005 passed
 as the symmetric case: the stall claim fails).
 """
@@ -90,6 +93,10 @@ class Config(ExperimentConfig):
     rate_high: float = Field(0.03, gt=0, lt=1, description="rate fit up to σ₂/σ₁ = rate_high")
     plateau_drift: float = Field(1e-3, gt=0, description="stall: max relative loss-gap drift")
     theory_exponent: float = Field(1.0, gt=0, description="μ ∝ δ^p (Thm 3.9: p = 1)")
+    theory_rate_factor: float = Field(
+        1.0, gt=0, description="predicted μ = factor × σ₁(∂L/∂M) (1; the control takes 2)"
+    )
+    rate_tol: float = Field(0.1, gt=0, lt=1, description="rate-theory: ratio within 1 ± rate_tol")
     slope_tol: float = Field(0.5, gt=0, description="slope claims: p ± slope_tol")
 
     @model_validator(mode="after")
@@ -152,8 +159,9 @@ def arrival_index(gap: np.ndarray, ref: float, tol: float) -> int:
     return int(hit[0]) if len(hit) else len(gap) - 1
 
 
-def seed_escape(config: Config, t, erank, gap, ratio) -> dict[str, float]:
-    """Escape time, plateau arrival and transverse growth rate of one seed's δ run."""
+def seed_escape(config: Config, t, erank, gap, ratio, grad_sv) -> dict[str, float]:
+    """Escape time, plateau arrival, transverse growth rate of one seed's δ run and the
+    top singular value of ∂L/∂M averaged over the rate's fit window."""
     thr = config.erank_threshold
     below = np.where(erank < thr)[0]
     out = {"t_cond": float(t[below[0]]) if len(below) else float("nan")}
@@ -161,7 +169,8 @@ def seed_escape(config: Config, t, erank, gap, ratio) -> dict[str, float]:
     t_esc = first_crossing(t, erank, thr, start)
     out["t_esc"] = t_esc
     if not np.isfinite(t_esc):
-        return {**out, "t_arr": float("nan"), "tau": float("nan"), "rate": float("nan")}
+        nan = float("nan")
+        return {**out, "t_arr": nan, "tau": nan, "rate": nan, "grad_sv": nan}
     k_esc = int(np.searchsorted(t, t_esc))
     k_arr = arrival_index(gap[: k_esc + 1], gap[min(k_esc, len(t) - 1)], config.arrival_tol)
     out["t_arr"] = float(t[k_arr])
@@ -177,6 +186,7 @@ def seed_escape(config: Config, t, erank, gap, ratio) -> dict[str, float]:
         else float("nan")
     )
     out["n_rate_points"] = int(window.sum())
+    out["grad_sv"] = float(np.mean(grad_sv[window])) if window.any() else float("nan")
     return out
 
 
@@ -206,7 +216,7 @@ class FocusSymmetry(Experiment):
     controls = {
         "frequent-only": Control(
             {"perturb": "frequent"},
-            ("restart-d4", "rate-slope-d4", "escape-slope-d4"),
+            ("restart-d4", "rate-theory-d4", "rate-slope-d4", "escape-slope-d4"),
             "δ moved to the frequent token, π = (π₁ + δ, the rest equal): the low-frequency "
             "tokens stay exactly symmetric, so Prop. 3.8's degenerate point persists and no run "
             "restarts (no escape time, no rate)",
@@ -215,6 +225,12 @@ class FocusSymmetry(Experiment):
             {"theory_exponent": 2.0},
             ("rate-slope-d4", "escape-slope-d4"),
             "the O(δ²) tangential rate of Thm 3.9 taken for the escape rate (μ ∝ δ², τ ∝ δ⁻²)",
+        ),
+        "m-rate": Control(
+            {"theory_rate_factor": 2.0},
+            ("rate-theory-d4",),
+            "the growth rate of M's transverse part u wᵀ (2σ₁(G)) taken for that of W₀'s u vᵀ "
+            "(σ₁(G)): a factor-2 error in the predicted rate",
         ),
         "asymmetric-stall": Control(
             {"stall_delta": 0.005},
@@ -228,7 +244,7 @@ class FocusSymmetry(Experiment):
         return [
             f"{c}-d{d}"
             for d in config.ds
-            for c in ("symmetric-stall", "restart", "rate-slope", "escape-slope")
+            for c in ("symmetric-stall", "restart", "rate-theory", "rate-slope", "escape-slope")
         ]
 
     def run(self, config: Config, ctx) -> dict[str, Any]:
@@ -260,6 +276,7 @@ class FocusSymmetry(Experiment):
                         tr["erank_W0"].values[s],
                         tr["loss_gap"].values[s],
                         tr["sv_ratio_W0"].values[s],
+                        tr["gradM_sv1"].values[s],
                     )
                     for s in range(tr.sizes["seed"])
                 ]
@@ -281,6 +298,11 @@ class FocusSymmetry(Experiment):
                 lambda *g: loglog_slope(deltas, *g),
             )
             md["rate_over_delta"] = {x: md["rate_mean"][x] / x for x in config.deltas}
+            f = config.theory_rate_factor
+            md["rate_theory"] = {
+                x: mean_ci(runs[x]["rate"] / (f * runs[x]["grad_sv"])) for x in config.deltas
+            }
+            md["grad_sv_mean"] = {x: float(np.mean(runs[x]["grad_sv"])) for x in config.deltas}
             t_esc_max = float(np.max([runs[x]["t_esc"] for x in config.deltas]))
             md["t_esc_max"] = t_esc_max
             # the symmetric run
@@ -365,6 +387,21 @@ class FocusSymmetry(Experiment):
                     Check("every seed crossed the threshold", md["all_crossed"]),
                 )
             )
+            rt = md["rate_theory"]
+            key = max(rt, key=lambda x: _distance(rt[x], 1.0))
+            out.append(
+                Claim.within(
+                    f"rate-theory-d{d}",
+                    f"d = {d}: measured μ over {config.theory_rate_factor:g} × σ₁(∂L/∂M) "
+                    "averaged over the fit window, the rate of u̇ = −Gw, ẇ = −Gᵀu; worst δ = "
+                    f"{key:g} (per δ: "
+                    + ", ".join(f"{x:g}: {v.value:.4f}" for x, v in rt.items())
+                    + ")",
+                    rt[key],
+                    1.0,
+                    config.rate_tol,
+                )
+            )
             out.append(
                 Claim.within(
                     f"rate-slope-d{d}",
@@ -400,6 +437,7 @@ class FocusSymmetry(Experiment):
                 "tau_mean": {str(k): v for k, v in md["tau_mean"].items()},
                 "rate_mean": {str(k): v for k, v in md["rate_mean"].items()},
                 "rate_over_delta": {str(k): v for k, v in md["rate_over_delta"].items()},
+                "rate_over_gradM_sv1": {str(k): _iv(v) for k, v in md["rate_theory"].items()},
                 "t_esc_max": md["t_esc_max"],
                 "erank_end": {str(k): _iv(v) for k, v in md["restart"].items()},
                 "stall": {
@@ -417,6 +455,7 @@ class FocusSymmetry(Experiment):
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter
 
         ds = list(m["per_d"])
         fig, axes = plt.subplots(len(ds), 3, figsize=(14, 4.0 * len(ds)), squeeze=False)
@@ -464,11 +503,20 @@ class FocusSymmetry(Experiment):
                     ax.loglog(
                         deltas, ref, "k:", label=f"δ^{sign * config.theory_exponent:g} (Thm 3.9)"
                     )
+                if key == "rate":
+                    ax.loglog(deltas, [md["grad_sv_mean"][x] for x in config.deltas], "kx",
+                              label="σ₁(∂L/∂M) on the plateau (u̇ = −Gw, ẇ = −Gᵀu)")  # fmt: skip
+                ax.xaxis.set_minor_formatter(NullFormatter())
                 ax.set_xlabel("asymmetry δ")
                 ax.set_title(f"({'bc'[col - 1]}) d = {d}: {label}")
                 ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()
         return save_figure(fig, path)
+
+
+def _distance(x: Interval, target: float) -> float:
+    """The largest distance of an interval's ends from ``target`` (inf if not finite)."""
+    return max(abs(x.low - target), abs(x.high - target)) if x.finite else float("inf")
 
 
 def _iv(x: Interval) -> dict[str, float]:
