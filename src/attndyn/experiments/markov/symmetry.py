@@ -204,7 +204,7 @@ class FocusSymmetry(Experiment):
     )
     Config = Config
     presets = {
-        "tiny": {"ds": [4], "deltas": [0.005, 0.01, 0.02], "seeds": 3, "records": 150},
+        "tiny": {"ds": [4], "deltas": [0.005, 0.01, 0.02], "seeds": 3, "records": 100},
         "small": {},
         "paper": {
             "m": 256,

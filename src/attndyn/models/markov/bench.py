@@ -57,7 +57,10 @@ from attndyn.core.timing import (
 __all__ = ["run_markov_benchmark", "torch_population_step", "torch_adam_step"]
 
 LR_GD = 0.05
-"""A stable fixed GD step for d = 4, m = 256 at ε = 1/m (docs/focus.md uses 0.05)."""
+"""The fixed GD step (the family's default ``lr``); GD stays finite with it over the benchmark's
+short runs, its stability over the whole 10⁶ horizon is not checked (the bs3 row's step,
+≈ 0.02 late in the run, suggests the stable step shrinks as the loss sharpens, which would make
+the GD projection optimistic)."""
 
 
 def flow_config(m: int, t_max: float, **overrides):
