@@ -38,9 +38,10 @@ with an O(δ) correction (positive when the O(δ²) term of μ has κ's sign). C
 Negative controls: ``frequent-only`` (δ moves mass to the frequent token, π = (π₁ + δ, the rest
 equal): the low-frequency tokens stay exactly symmetric, so nothing restarts: ``restart``, the
 rate and both slopes fail); ``m-rate`` (``theory_rate_factor=2``: M's transverse part u wᵀ grows
-at 2σ₁(G), W₀'s at σ₁(G); taking one for the other fails ``rate-theory``); ``tangential-theory`` (``theory_exponent=2``: the O(δ²) tangential rate taken
-for the escape rate: both slope claims fail); ``asymmetric-stall`` (``stall_delta`` = 0.005 passed
-as the symmetric case: the stall claim fails).
+at 2σ₁(G), W₀'s at σ₁(G); taking one for the other fails ``rate-theory``); ``tangential-theory``
+(``theory_exponent=2``: the O(δ²) tangential rate taken for the escape rate: both slope claims
+fail); ``asymmetric-stall`` (``stall_delta`` = 0.005 passed as the symmetric case: the stall
+claim fails). Measured values and timings: docs/claims/focus-symmetry.md.
 """
 
 from __future__ import annotations
