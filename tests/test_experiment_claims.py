@@ -45,6 +45,12 @@ PINNED: dict[str, list[str]] = {
         "rate-slope-d4",
         "escape-slope-d4",
     ],
+    "focus-text": [
+        "focus-wikitext",
+        "dilution-wikitext",
+        "entropy-cycle-wikitext",
+        "beyond-unigram-wikitext",
+    ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
     "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17"],
     "aim-solvable": [

@@ -20,7 +20,8 @@ fixed-step GD wastes steps where ∇L is tiny. Two pairs are offered:
   For a loss L = ℓ(z(θ)) with few outputs z (K of them) we take the Gauss–Newton Jacobian
   A = −JᵀHJ, J = ∂z/∂θ (K×N), H = ∇²_zℓ ⪰ 0, and solve by Woodbury,
   (I + cJᵀHJ)⁻¹v = v − cJᵀ(I_K + cHJJᵀ)⁻¹HJv: K vector–Jacobian products and one K×K solve per
-  step. The stiff directions of a sharp loss are those of JᵀHJ, so the step is set by accuracy.
+  step, with J refreshed every 8 steps (a W-method needs no exact Jacobian). The stiff directions
+  of a sharp loss are those of JᵀHJ, so the step is set by accuracy.
 
 Both accept when ‖e/(atol + rtol·max(|y|, |y'|))‖_rms ≤ 1 and set h ← h·clip(0.9‖·‖^{−1/(q+1)},
 0.2, 5) (q the order of the embedded estimate). Each seed has its own step size; seeds run in one
@@ -37,6 +38,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from attndyn.core.trainer import RunResult, seed_keys
 
@@ -66,10 +68,21 @@ def _lin(y, coefs, ks, h=1.0):
     return jax.tree.map(one, y, *ks)
 
 
-def bs3_step(rhs: Callable) -> Callable:
-    """``step(y, f, h, state) -> (y', f(y'), e)`` of the Bogacki–Shampine pair."""
+class Method(NamedTuple):
+    """A one-step pair: ``prepare(y, state) -> aux`` (arrays reused for ``every`` steps, e.g. a
+    Jacobian), ``step(y, f, h, state, aux) -> (y', f(y'), e)``, and the order of the error
+    estimate e."""
 
-    def step(y, k1, h, state):
+    prepare: Callable
+    step: Callable
+    error_order: int
+    every: int
+
+
+def bs3(rhs: Callable) -> Method:
+    """The Bogacki–Shampine pair (module docstring); nothing to prepare."""
+
+    def step(y, k1, h, state, aux):
         k2 = rhs(_lin(y, (0.5,), (k1,), h), state)
         k3 = rhs(_lin(y, (0.75,), (k2,), h), state)
         y1 = _lin(y, (2 / 9, 1 / 3, 4 / 9), (k1, k2, k3), h)
@@ -79,62 +92,51 @@ def bs3_step(rhs: Callable) -> Callable:
         )
         return y1, k4, e
 
-    return step
+    return Method(lambda y, state: (), step, 2, 1 << 30)
 
 
-def gauss_newton_solver(outputs: Callable, curvature: Callable) -> Callable:
-    """``solver(y, state) -> solve(v, c)`` with solve(v, c) = (I + cJᵀHJ)⁻¹v at y, J = ∂z/∂y of
-    ``outputs(y, state)`` (a flat vector of K outputs), H = ``curvature(z, state)`` (K×K)."""
+def ros2(rhs: Callable, outputs: Callable, curvature: Callable, every: int = 8) -> Method:
+    """ROS2 with A = −JᵀHJ, J = ∂z/∂y of ``outputs(y, state)`` (K outputs), H =
+    ``curvature(z, state)`` (K×K ⪰ 0), computed once per ``every`` steps (a W-method keeps its
+    order with any A, so a Jacobian a few steps old costs accuracy nothing and stability little).
 
-    def solver(y, state):
-        z, vjp = jax.vjp(lambda p: outputs(p, state), y)
-        K = z.shape[0]
-        (rows,) = jax.vmap(vjp)(jnp.eye(K, dtype=z.dtype))  # J as a pytree with a leading K axis
-        leaves = jax.tree.leaves(rows)
-        gram = sum(jnp.einsum("k...,l...->kl", r, r) for r in leaves)
+    (I + cJᵀHJ)⁻¹v = v − cJᵀ(I + cHJJᵀ)⁻¹HJv (Woodbury)."""
+
+    def prepare(y, state):
+        flat, unravel = ravel_pytree(y)
+        z, vjp = jax.vjp(lambda v: outputs(unravel(v), state), flat)
+        (J,) = jax.vmap(vjp)(jnp.eye(z.shape[0], dtype=z.dtype))  # (K, N)
         H = curvature(z, state)
-        eye = jnp.eye(K, dtype=z.dtype)
+        return J, H @ (J @ J.T), H @ J
 
-        def solve(v, c):
-            jv = sum(
-                jnp.einsum("k...,...->k", r, x)
-                for r, x in zip(leaves, jax.tree.leaves(v), strict=True)
-            )
-            w = jnp.linalg.solve(eye + c * H @ gram, H @ jv)
-            return jax.tree.map(lambda x, r: x - c * jnp.einsum("k,k...->...", w, r), v, rows)
-
-        return solve
-
-    return solver
-
-
-def ros2_step(rhs: Callable, solver: Callable) -> Callable:
-    """``step(y, f, h, state) -> (y', f(y'), e)`` of the ROS2 W-method with ``solver``."""
-
-    def step(y, f0, h, state):
-        solve = solver(y, state)
+    def step(y, f0, h, state, aux):
+        J, HG, HJ = aux
+        unravel = ravel_pytree(y)[1]
+        eye = jnp.eye(HG.shape[0], dtype=HG.dtype)
         c = GAMMA_ROS2 * h
-        k1 = solve(f0, c)
+        lu = jax.scipy.linalg.lu_factor(eye + c * HG)
+
+        def solve(v):
+            w = jax.scipy.linalg.lu_solve(lu, HJ @ ravel_pytree(v)[0])
+            return jax.tree.map(lambda a, b: a - c * b, v, unravel(w @ J))
+
+        k1 = solve(f0)
         f1 = rhs(_lin(y, (1.0,), (k1,), h), state)
-        k2 = solve(_lin(f1, (-2.0,), (k1,)), c)
+        k2 = solve(_lin(f1, (-2.0,), (k1,)))
         y1 = _lin(y, (1.5, 0.5), (k1, k2), h)
         e = _lin(jax.tree.map(jnp.zeros_like, y), (0.5, 0.5), (k1, k2), h)
         return y1, rhs(y1, state), e
 
-    return step
+    return Method(prepare, step, 1, every)
 
 
 def make_flow_advance(
-    rhs: Callable[[Tree, object], Tree],
-    step: Callable,
-    error_order: int,
-    rtol: float,
-    atol: float,
-    max_steps: int = 10_000_000,
+    method: Method, rtol: float, atol: float, max_steps: int = 10_000_000
 ) -> Callable:
     """``advance(carry, state, t0, t1) -> carry``, vmapped over seeds and jitted: integrates
-    ẏ = rhs(y, state) from t0 to t1 (scalars shared by all seeds) with ``step``."""
-    exponent = -1.0 / (error_order + 1)
+    from t0 to t1 (scalars shared by all seeds) with ``method``, preparing its ``aux`` every
+    ``method.every`` steps."""
+    exponent = -1.0 / (method.error_order + 1)
 
     def err_norm(e, y0, y1):
         total, count = 0.0, 0
@@ -145,14 +147,12 @@ def make_flow_advance(
         return jnp.sqrt(total / count)
 
     def advance_one(carry: FlowCarry, state, t0, t1):
-        def cond(c):
-            t, fc = c
+        def going(t, fc):
             return (t < t1) & ~fc.diverged & (fc.steps < max_steps)
 
-        def body(c):
-            t, fc = c
+        def body(t, fc, aux):
             h = jnp.minimum(fc.h, t1 - t)
-            y1, f1, e = step(fc.y, fc.f, h, state)
+            y1, f1, e = method.step(fc.y, fc.f, h, state, aux)
             err = err_norm(e, fc.y, y1)
             finite = jnp.isfinite(err)
             for leaf in jax.tree.leaves(f1):
@@ -168,7 +168,17 @@ def make_flow_advance(
             )
             return jnp.where(ok, t + h, t), new
 
-        t_end, out = jax.lax.while_loop(cond, body, (t0, carry))
+        def outer(c):
+            t, fc = c
+            aux = method.prepare(fc.y, state)
+            t, fc, _ = jax.lax.while_loop(
+                lambda ci: going(ci[0], ci[1]) & (ci[2] < method.every),
+                lambda ci: (*body(ci[0], ci[1], aux), ci[2] + 1),
+                (t, fc, 0),
+            )
+            return t, fc
+
+        t_end, out = jax.lax.while_loop(lambda c: going(*c), outer, (t0, carry))
         return out._replace(diverged=out.diverged | (t_end < t1))  # stopped early: lost
 
     return jax.jit(jax.vmap(advance_one, in_axes=(0, 0, None, None)))
@@ -196,15 +206,12 @@ def integrate_flow(
     init_keys, _ = seed_keys(np.asarray(seeds))
     y, state = jax.vmap(init)(init_keys)
     rhs = lambda p, s: jax.tree.map(jnp.negative, grad(p, s))  # noqa: E731
-    if gauss_newton is None:
-        step, order = bs3_step(rhs), 2
-    else:
-        step, order = ros2_step(rhs, gauss_newton_solver(*gauss_newton)), 1
+    method = bs3(rhs) if gauss_newton is None else ros2(rhs, *gauss_newton)
     f = jax.vmap(rhs)(y, state)
     dtype = jax.tree.leaves(y)[0].dtype
     n = len(seeds)
     carry = FlowCarry(y, f, jnp.full(n, h0, dtype), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool))
-    advance = make_flow_advance(rhs, step, order, rtol, atol)
+    advance = make_flow_advance(method, rtol, atol)
     obs_fn = jax.jit(jax.vmap(observe))
     records, steps = [], []
     div_at = np.full(n, -1, np.int64)

@@ -1,1 +1,1 @@
-"""Experiments of the focus–dilution family (arXiv 2605.01199, :mod:`attndyn.models.markov`)."""
+"""Experiments on the one-layer transformer of arXiv 2605.01199 (focus and dilution)."""

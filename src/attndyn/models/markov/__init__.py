@@ -31,7 +31,7 @@ NAME = "markov"
 SUMMARY = ("loss_gap", "erank_W0", "erank_WQK", "entropy_mean", "align_pi", "align_phi")
 """Observables ``attndyn simulate markov`` prints at the final time."""
 Config = MarkovConfig
-THEORY = None
+THEORY = "attndyn.models.markov.theory"
 BENCHMARKS = (
     Benchmark(
         "markov",

@@ -79,6 +79,11 @@ class MarkovConfig(SimulationConfig):
     max_tokens: int = Field(
         2_000_000, ge=100, description="text: corpus tokens kept (from the start)"
     )
+    shuffle_tokens: bool = Field(
+        False,
+        description="text: permute the corpus's tokens once (seed 0): keeps π̂, destroys every "
+        "order statistic (a negative control)",
+    )
     # --- model --------------------------------------------------------------------------------
     m: int = Field(256, ge=1, le=16_384, description="embedding width m (Appendix E.1: 256)")
     m_k: int | None = Field(None, ge=1, description="query/key width; None: m")

@@ -3,13 +3,23 @@
 A corpus becomes one stream of token ids; training windows are s + 1 consecutive tokens (inputs
 x₁…x_s, next-token label x_{s+1}), the same shape as Def. 2.1's Markov sequences. The unigram π̂
 and bigram P̂ of the stream give the population observables (docs/focus.md, "Text").
+
+Sources (``corpus``): a local text file, or ``hf:wikitext-2`` / ``hf:wikitext-103`` (Hugging Face
+``Salesforce/wikitext``, configs ``wikitext-2-raw-v1`` / ``wikitext-103-raw-v1``, split train) or
+``hf:tinystories`` (``roneneldan/TinyStories``, split train) through the ``datasets`` library.
+WikiText's raw markup is undone everywhere (:func:`clean_wikitext`). Tokenizers (``tokenizer``):
+``word`` (lower-cased words and punctuation, the ``vocab − 1`` most frequent kept, the rest
+``<unk>``) or ``bpe`` (a byte-level BPE of ``vocab`` ids trained on the corpus with the Hugging
+Face ``tokenizers`` library; id 0 is ``<unk>``, which only WikiText's own ``<unk>`` produces).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,15 +27,32 @@ import numpy as np
 from attndyn.errors import InputError
 
 UNK = "<unk>"
-_WORD = re.compile(r"\w+|[^\w\s]")
+_WORD = re.compile(r"<unk>|\w+|[^\w\s]")
+_HEADING = re.compile(r"^ *(=+) [^\n]*? \1 *$", re.MULTILINE)
+_MARKUP = {" @-@ ": "-", " @,@ ": ",", " @.@ ": "."}
+INSTALL = "pip install 'attndyn[text]'"
+
+HF_SOURCES: dict[str, tuple[str, str | None, str]] = {
+    "hf:wikitext-2": ("Salesforce/wikitext", "wikitext-2-raw-v1", ""),
+    "hf:wikitext-103": ("Salesforce/wikitext", "wikitext-103-raw-v1", ""),
+    "hf:tinystories": ("roneneldan/TinyStories", None, "\n\n"),
+}
+"""``corpus`` name → (data set, config, separator joining its rows). WikiText's rows are lines
+that keep their own newline (empty rows are blank lines); TinyStories' rows are whole stories."""
+
+CHARS_PER_TOKEN = 8
+"""Characters read from a Hugging Face data set per kept token (``max_tokens``): words average
+under 6 characters with their space, so 8 leaves room for either tokenizer."""
 
 
 @dataclass(frozen=True)
 class Corpus:
-    """A tokenised corpus: ids (int32), the vocabulary (id → string; id 0 is ``<unk>``)."""
+    """A tokenised corpus: ids (int32), the vocabulary (id → string; id 0 is ``<unk>``) and,
+    for BPE, the ``decode`` of ids back to text."""
 
     tokens: np.ndarray
     vocab: tuple[str, ...]
+    decoder: Callable[[list[int]], str] | None = field(default=None, compare=False, repr=False)
 
     def unigram(self) -> np.ndarray:
         """π̂: token frequencies (every entry > 0 after adding one count, so log π̂ is finite)."""
@@ -40,6 +67,35 @@ class Corpus:
         rows = counts.sum(axis=1, keepdims=True)
         return np.where(rows > 0, counts / np.maximum(rows, 1.0), self.unigram()[None, :])
 
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of ``ids``: the BPE decoder, or words joined by single spaces."""
+        ids = [int(i) for i in ids]
+        if self.decoder is not None:
+            return self.decoder(ids)
+        return " ".join(self.vocab[i] for i in ids)
+
+    def label(self, i: int) -> str:
+        """A printable name of token ``i`` (a leading space shown as ␣, a newline as ⏎)."""
+        text = self.decode([i]) if self.decoder is not None else self.vocab[i]
+        return text.replace(" ", "␣").replace("\n", "⏎") or repr(text)
+
+    def index(self, text: str) -> int | None:
+        """The id whose label or vocabulary string is ``text`` (None if absent)."""
+        for i, v in enumerate(self.vocab):
+            if text in (v, self.label(i)):
+                return i
+        return None
+
+
+def clean_wikitext(text: str) -> str:
+    """Undo WikiText's raw markup (Merity et al. 2016): `` @-@ `` → ``-``, `` @,@ `` → ``,``,
+    `` @.@ `` → ``.`` (number and compound joins), and drop the `` = Heading = `` lines (section
+    titles, whose ``=`` runs would otherwise become frequent tokens). ``<unk>`` is kept: it is
+    the data set's own unknown word and maps to id 0. Text without this markup is unchanged."""
+    for mark, plain in _MARKUP.items():
+        text = text.replace(mark, plain)
+    return _HEADING.sub("", text)
+
 
 def read_text(source: str) -> str:
     """The raw text of a local file (``source`` a path)."""
@@ -49,9 +105,60 @@ def read_text(source: str) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
+def join_rows(rows: Iterable[dict], separator: str, max_chars: int) -> str:
+    """The ``text`` fields of data-set rows joined by ``separator``, stopping once ``max_chars``
+    characters are read (so a large data set is read only as far as it is used)."""
+    parts, n = [], 0
+    for row in rows:
+        text = row["text"]
+        parts.append(text)
+        n += len(text) + len(separator)
+        if n >= max_chars:
+            break
+    return separator.join(parts)
+
+
+def hf_text(source: str, max_chars: int, load_dataset=None) -> str:
+    """The text of ``hf:NAME`` through Hugging Face ``datasets`` (``load_dataset`` injectable
+    for tests); a one-line :class:`InputError` when the library or the data set is missing."""
+    if source not in HF_SOURCES:
+        raise InputError(
+            f"invalid value for 'corpus': unknown data set {source!r} (known: "
+            f"{', '.join(HF_SOURCES)}, or a local text file)"
+        )
+    name, config, separator = HF_SOURCES[source]
+    if load_dataset is None:
+        try:
+            from datasets import load_dataset
+        except ImportError:
+            raise InputError(
+                f"invalid value for 'corpus': {source} needs the Hugging Face datasets "
+                f"library ({INSTALL})"
+            ) from None
+    try:
+        rows = load_dataset(name, config, split="train")
+        return join_rows(rows, separator, max_chars)
+    except Exception as err:  # any failure (offline, no cache, renamed set) → one line
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise InputError(
+            f"invalid value for 'corpus': could not load {name}"
+            f"{f' ({config})' if config else ''} split train through Hugging Face datasets: "
+            f"{type(err).__name__}: {first}"
+        ) from None
+
+
+def source_text(source: str, max_tokens: int) -> str:
+    """The cleaned text of ``corpus`` (a file, or a Hugging Face data set)."""
+    if source.startswith("hf:"):
+        text = hf_text(source, CHARS_PER_TOKEN * max_tokens)
+    else:
+        text = read_text(source)
+    return clean_wikitext(text)
+
+
 def word_corpus(text: str, vocab: int, max_tokens: int) -> Corpus:
     """Lower-cased words and punctuation; the ``vocab − 1`` most frequent kept, the rest ``<unk>``
-    (ties broken by first appearance)."""
+    (ties broken by first appearance; WikiText's own ``<unk>`` is id 0 too)."""
     words = _WORD.findall(text.lower())[:max_tokens]
     if len(words) < 2:
         raise InputError("invalid value for 'corpus': fewer than 2 tokens in the text")
@@ -61,6 +168,68 @@ def word_corpus(text: str, vocab: int, max_tokens: int) -> Corpus:
     return Corpus(ids, (UNK, *ranked))
 
 
+def bpe_corpus(text: str, vocab: int, max_tokens: int) -> Corpus:
+    """Byte-level BPE (Sennrich et al. 2016; GPT-2's byte alphabet) with ``vocab`` ids trained
+    on ``text`` by the ``tokenizers`` library, ``<unk>`` the special id 0. ``vocab`` must cover
+    the 256 byte symbols plus ``<unk>``; text round-trips exactly through :meth:`Corpus.decode`."""
+    try:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    except ImportError:
+        raise InputError(
+            f"invalid value for 'tokenizer': 'bpe' needs the Hugging Face tokenizers library "
+            f"({INSTALL})"
+        ) from None
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    if vocab < len(alphabet) + 1:
+        raise InputError(
+            f"invalid value for 'vocab': tokenizer='bpe' needs at least {len(alphabet) + 1} ids "
+            f"(256 bytes + <unk>), got {vocab}"
+        )
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab, special_tokens=[UNK], initial_alphabet=alphabet, show_progress=False
+    )
+    tok.train_from_iterator([text], trainer=trainer)
+    ids = np.asarray(tok.encode(text).ids[:max_tokens], dtype=np.int32)
+    if ids.size < 2:
+        raise InputError("invalid value for 'corpus': fewer than 2 tokens in the text")
+    size = tok.get_vocab_size()
+    strings = tuple(tok.id_to_token(i) for i in range(size))
+    return Corpus(ids, strings, lambda x: tok.decode(x, skip_special_tokens=False))
+
+
+TOKENIZERS = {"word": word_corpus, "bpe": bpe_corpus}
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(source: str, stamp: float, vocab: int, tokenizer: str, max_tokens: int) -> Corpus:
+    return TOKENIZERS[tokenizer](source_text(source, max_tokens), vocab, max_tokens)
+
+
 def load_corpus(config) -> Corpus:
-    """The tokenised corpus of a config (``corpus``, ``vocab``, ``tokenizer``, ``max_tokens``)."""
-    return word_corpus(read_text(config.corpus), config.vocab, config.max_tokens)
+    """The tokenised corpus of a config (``corpus``, ``vocab``, ``tokenizer``, ``max_tokens``);
+    with ``shuffle_tokens`` the stream is permuted once (fixed seed 0), which keeps π̂ and
+    destroys every order statistic (a negative control). Cached per file modification time."""
+    source = config.corpus
+    path = Path(source).expanduser()
+    stamp = path.stat().st_mtime if not source.startswith("hf:") and path.is_file() else 0.0
+    corpus = _cached(source, stamp, config.vocab, config.tokenizer, config.max_tokens)
+    if getattr(config, "shuffle_tokens", False):
+        perm = np.random.default_rng(0).permutation(corpus.tokens.size)
+        corpus = Corpus(corpus.tokens[perm], corpus.vocab, corpus.decoder)
+    return corpus
+
+
+def windows(corpus: Corpus, seq_len: int, n: int, seed: int = 0) -> np.ndarray:
+    """``n`` windows (n, s + 1) of consecutive tokens at uniform starts in [0, N − s − 1] (the
+    law ``markov.build`` samples with data='text'): inputs ``[:, :-1]``, label ``[:, -1]``."""
+    N = corpus.tokens.size
+    if N < seq_len + 2:
+        raise InputError(
+            f"invalid value for 'seq_len': the corpus has {N} tokens, fewer than "
+            f"seq_len + 2 = {seq_len + 2}"
+        )
+    starts = np.random.default_rng(seed).integers(0, N - seq_len, n)
+    return corpus.tokens[starts[:, None] + np.arange(seq_len + 1)[None, :]]

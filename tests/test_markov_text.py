@@ -1,0 +1,216 @@
+"""The real-text pipeline of the markov family (src/attndyn/models/markov/text.py) on the shipped
+samples in ../shared/data/text (never copied into the project)."""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from attndyn.errors import InputError
+from attndyn.models.markov import text
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "text"
+WIKI = DATA / "wikitext2_valid.txt"
+TINY = DATA / "tinystories_val_excerpt.txt"
+needs_data = pytest.mark.skipif(
+    not DATA.is_dir(), reason=f"the shipped text samples are not at {DATA}"
+)
+
+
+def cfg(corpus, vocab=64, tokenizer="word", max_tokens=2_000_000, **kw):
+    return SimpleNamespace(
+        corpus=str(corpus), vocab=vocab, tokenizer=tokenizer, max_tokens=max_tokens, **kw
+    )
+
+
+@needs_data
+@pytest.mark.parametrize("path", [WIKI, TINY])
+def test_word_vocab_is_top_k_plus_unk(path):
+    vocab = 50
+    corpus = text.load_corpus(cfg(path, vocab))
+    assert corpus.vocab[0] == text.UNK and len(corpus.vocab) == vocab
+    # independent count: the same word pattern, WikiText markup undone, headings dropped
+    raw = path.read_text(encoding="utf-8")
+    words = re.findall(r"<unk>|\w+|[^\w\s]", text.clean_wikitext(raw).lower())
+    counts = Counter(w for w in words if w != "<unk>")
+    kept = set(corpus.vocab[1:])
+    cutoff = min(counts[w] for w in kept)
+    assert all(counts[w] <= cutoff for w in counts if w not in kept)
+    ids = corpus.tokens
+    assert ids.size == len(words)
+    for w in ("the", ","):
+        assert np.sum(ids == corpus.index(w)) == counts[w]
+    n_unk = sum(1 for w in words if w not in kept)
+    assert np.sum(ids == 0) == n_unk
+
+
+@needs_data
+def test_wikitext_markup_is_undone():
+    raw = WIKI.read_text(encoding="utf-8")
+    assert " @-@ " in raw and re.search(r"^ = [^=\n]+ = $", raw, re.MULTILINE)
+    clean = text.clean_wikitext(raw)
+    assert " @-@ " not in clean and " @,@ " not in clean and " @.@ " not in clean
+    assert not re.search(r"^ *=+ .* =+ *$", clean, re.MULTILINE)
+    assert "<unk>" in clean  # the data set's own unknown word stays, as id 0
+    assert text.clean_wikitext("a 1 @,@ 000 b @-@ c") == "a 1,000 b-c"
+    assert text.clean_wikitext("no markup here.\n") == "no markup here.\n"
+
+
+@needs_data
+def test_corpus_is_deterministic():
+    a = text.word_corpus(text.source_text(str(TINY), 10**6), 40, 10**6)
+    b = text.word_corpus(text.source_text(str(TINY), 10**6), 40, 10**6)
+    assert a.vocab == b.vocab and np.array_equal(a.tokens, b.tokens)
+    c1 = text.load_corpus(cfg(TINY, 40, shuffle_tokens=True))
+    c2 = text.load_corpus(cfg(TINY, 40, shuffle_tokens=True))
+    assert np.array_equal(c1.tokens, c2.tokens)
+    assert np.array_equal(np.sort(c1.tokens), np.sort(a.tokens))  # a permutation: π̂ kept
+    assert not np.array_equal(c1.tokens, a.tokens)
+
+
+@needs_data
+def test_max_tokens_keeps_the_start():
+    short = text.load_corpus(cfg(WIKI, 30, max_tokens=500))
+    assert short.tokens.size == 500
+    raw = text.clean_wikitext(WIKI.read_text(encoding="utf-8"))
+    words = re.findall(r"<unk>|\w+|[^\w\s]", raw.lower())[:500]
+    kept = set(short.vocab[1:])
+    assert [short.vocab[i] for i in short.tokens] == [w if w in kept else "<unk>" for w in words]
+
+
+@needs_data
+def test_bpe_round_trip_and_vocab():
+    pytest.importorskip("tokenizers")
+    raw = text.clean_wikitext(WIKI.read_text(encoding="utf-8")[:60_000])
+    corpus = text.bpe_corpus(raw, 300, 10**7)
+    assert len(corpus.vocab) == 300 and corpus.vocab[0] == text.UNK
+    assert corpus.decode(corpus.tokens) == raw
+    assert np.sum(corpus.tokens == 0) == raw.count("<unk>")  # <unk> is the special id 0
+    assert corpus.tokens.max() < 300
+    again = text.bpe_corpus(raw, 300, 10**7)
+    assert np.array_equal(again.tokens, corpus.tokens)
+    with pytest.raises(InputError, match="'vocab'"):
+        text.bpe_corpus(raw, 100, 10**7)
+
+
+def test_bpe_without_tokenizers_is_one_clear_line(monkeypatch):
+    real = builtins.__import__
+
+    def no_tokenizers(name, *args, **kw):
+        if name == "tokenizers" or name.startswith("tokenizers."):
+            raise ImportError(name)
+        return real(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_tokenizers)
+    with pytest.raises(InputError) as err:
+        text.bpe_corpus("some text to split", 300, 100)
+    msg = str(err.value)
+    assert "'tokenizer'" in msg and "pip install 'attndyn[text]'" in msg and "\n" not in msg
+
+
+@needs_data
+def test_unigram_and_bigram_rows_sum_to_one():
+    corpus = text.load_corpus(cfg(WIKI, 40))
+    pi, P = corpus.unigram(), corpus.bigram()
+    assert np.isclose(pi.sum(), 1.0) and np.all(pi > 0)
+    assert np.allclose(P.sum(axis=1), 1.0)
+    # P̂ is the empirical successor law: one row checked against a direct count
+    i = corpus.index("the")
+    nxt = corpus.tokens[1:][corpus.tokens[:-1] == i]
+    assert np.allclose(P[i], np.bincount(nxt, minlength=40) / nxt.size)
+
+
+def test_windows_align_inputs_and_labels():
+    n_tok = 1000
+    corpus = text.Corpus(np.arange(n_tok, dtype=np.int32), tuple(map(str, range(n_tok))))
+    w = text.windows(corpus, seq_len=20, n=500, seed=3)
+    assert w.shape == (500, 21)
+    # token id = stream position: each row is 21 consecutive positions inside the stream, the
+    # label (last column) the token right after the last input
+    assert np.all(np.diff(w, axis=1) == 1)
+    assert w[:, 0].min() >= 0 and w[:, -1].max() <= n_tok - 1
+    inputs, labels = w[:, :-1], w[:, -1]
+    assert np.array_equal(labels, inputs[:, -1] + 1)
+    assert np.array_equal(w, text.windows(corpus, 20, 500, seed=3))
+    assert len(np.unique(w[:, 0])) > 300  # starts spread over the stream
+    with pytest.raises(InputError, match="seq_len"):
+        text.windows(text.Corpus(np.zeros(10, np.int32), ("<unk>",)), 20, 5)
+
+
+def test_missing_file_is_one_clear_line(tmp_path):
+    with pytest.raises(InputError, match="'corpus': no such file"):
+        text.load_corpus(cfg(tmp_path / "absent.txt"))
+
+
+def test_missing_datasets_is_one_clear_line(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "datasets", None)  # import fails
+    with pytest.raises(InputError) as err:
+        text.load_corpus(cfg("hf:wikitext-2"))
+    msg = str(err.value)
+    assert "'corpus'" in msg and "datasets" in msg and "pip install 'attndyn[text]'" in msg
+    assert "\n" not in msg
+
+
+def test_unloadable_dataset_and_unknown_name_are_one_line():
+    def offline(name, config, split):
+        raise ConnectionError(f"Couldn't reach {name} on the Hub\nretry later")
+
+    with pytest.raises(InputError) as err:
+        text.hf_text("hf:tinystories", 1000, load_dataset=offline)
+    msg = str(err.value)
+    assert "roneneldan/TinyStories" in msg and "ConnectionError" in msg and "\n" not in msg
+    with pytest.raises(InputError, match="unknown data set"):
+        text.hf_text("hf:penn-treebank", 1000, load_dataset=offline)
+
+
+def test_hf_loaders_join_rows_like_the_data_sets():
+    wiki_rows = [
+        {"text": ""},
+        {"text": " = Valkyria Chronicles III = \n"},
+        {"text": ""},
+        {"text": " Senjō no Valkyria 3 @:@ <unk> Chronicles , 1 @,@ 000 units .\n"},
+        {"text": " It met with positive sales in Japan .\n"},
+    ]
+    calls = []
+
+    def fake(name, config, split):
+        calls.append((name, config, split))
+        return wiki_rows if name == "Salesforce/wikitext" else stories
+
+    got = text.hf_text("hf:wikitext-103", 10**6, load_dataset=fake)
+    assert calls[-1] == ("Salesforce/wikitext", "wikitext-103-raw-v1", "train")
+    assert got == "".join(r["text"] for r in wiki_rows)  # WikiText rows keep their newlines
+    assert text.clean_wikitext(got).count("Valkyria Chronicles III") == 0
+    assert "1,000" in text.clean_wikitext(got)
+    text.hf_text("hf:wikitext-2", 10**6, load_dataset=fake)
+    assert calls[-1] == ("Salesforce/wikitext", "wikitext-2-raw-v1", "train")
+    stories = [{"text": "Once upon a time."}, {"text": "The end."}, {"text": "Never read."}]
+    got = text.hf_text("hf:tinystories", 25, load_dataset=fake)
+    assert calls[-1] == ("roneneldan/TinyStories", None, "train")
+    assert got == "Once upon a time.\n\nThe end."  # stories as paragraphs; stops at max_chars
+
+
+@needs_data
+def test_build_samples_windows_of_the_corpus():
+    import jax
+
+    from attndyn.core.config import validate
+    from attndyn.models import markov
+
+    config = validate(
+        markov.Config,
+        dict(data="text", corpus=str(TINY), vocab=20, seq_len=8, batch=64, optimizer="adam"),
+    )
+    law = markov.DataLaw(config)
+    batch = np.asarray(markov.build(config, law).sample(jax.random.PRNGKey(0)))
+    assert batch.shape == (64, 9)
+    view = np.lib.stride_tricks.sliding_window_view(law.tokens, 9)
+    for row in batch:
+        candidates = np.flatnonzero(law.tokens[: len(view)] == row[0])
+        assert np.all(view[candidates] == row, axis=1).any()
