@@ -19,7 +19,7 @@ SIZES = {
     "n_sequences": 500,
     "batch": 32,
     "peak_n": 256,
-    "flow_budget_s": 5.0,
+    "bs3_t_stop": 20.0,
 }
 
 
@@ -33,7 +33,11 @@ def test_quick_benchmark_rows():
             assert math.isfinite(flow[field]) and flow[field] > 0, field
         assert flow["flow_steps"] > 0 and flow["flow_diverged"] == 0
         assert flow["t_flow"] == 50.0 and flow["m"] == 8
-        assert 1.0 < flow["flow_t_reached"] <= 50.0
+    assert rows[0]["flow_t_reached"] == 50.0 and rows[1]["flow_t_reached"] == 20.0
+    # ROS2 reached the horizon, so its projection is its wall time
+    assert rows[0]["flow_wall_s_projected"] == rows[0]["flow_wall_s"]
+    assert rows[1]["flow_wall_s_projected"] > rows[1]["flow_wall_s"]
+    for flow in rows[:2]:
         assert flow["torch_steps_per_s"] is None and flow["gd_speedup_vs_torch"] is None
     assert [r["seeds"] for r in rows[2:]] == [1, 2]
     for row in rows[2:]:

@@ -5,14 +5,13 @@ Rows ``flow/ros2`` and ``flow/bs3`` (d = 4, m = 256, π = Section 4.1's, ε = 1/
 seed, the family's rtol): the population gradient flow θ̇ = −∇L(θ) of Prop. 2.3 towards
 ``t_flow`` time units (10⁶) with each solver of :mod:`attndyn.core.flow` (ROS2, the family's
 default, and the explicit Bogacki–Shampine pair), with the advance ``markov.simulate`` runs, on
-40 log-spaced records from t = 1:
+40 log-spaced records (lr = 1):
 
-- ``flow_t_reached``, ``flow_wall_s`` and ``flow_steps`` (RK steps taken, 3 gradients each): the
-  run stops at the first record after ``flow_budget_s`` wall seconds (ros2 450, bs3 90; a fifth
-  of that quick), so a
-  horizon out of reach reports how far it got; ``flow_wall_s_projected`` extends the wall time
-  to t_flow at the last segment's steps per time unit (``flow_steps_per_time_last``) and steps
-  per second;
+- ``flow_t_reached``, ``flow_wall_s`` and ``flow_steps`` (steps taken; ``markov.simulate``'s
+  ``step`` axis): ROS2 runs to t_flow; the explicit pair, whose step is bound by stability, to
+  ``bs3_t_stop`` (2,000; 200 quick), and ``flow_wall_s_projected`` extends its wall time to
+  t_flow at the last record segment's steps per time unit (``flow_steps_per_time_last``) and the
+  run's steps per second;
 - ``gd_steps_per_s``: fixed-step GD on the same loss (the trainer's jitted advance, no
   observation); ``gd_wall_s_projected`` = (t_flow/lr_gd)/gd_steps_per_s, the wall time GD at the
   stable step ``lr_gd`` would need for the same horizon; ``flow_speedup_vs_gd`` = its ratio to
@@ -105,69 +104,31 @@ def step_flops(d: int, m: int) -> float:
     return 3.0 * (2 * 2 * d * m * m + 2 * 2 * d * d * m)
 
 
-def time_flow(config, budget_s: float, records: int = 40) -> dict:
-    """Integrate the population flow of ``config`` (one seed, ``config.solver``) on a
-    log-spaced grid towards ``config.t_max`` with the advance ``markov.simulate`` uses
-    (:func:`attndyn.core.flow.make_flow_advance`), stopping after the first record at which
-    ``budget_s`` wall seconds are spent. Returns the time reached, the steps taken, the wall
-    time (compilation excluded: a warm-up segment to t = 1 runs first) and the wall time
-    projected to t_max at the last segment's steps per time unit and steps per second."""
-    from attndyn.core import flow as fl
-    from attndyn.core.trainer import seed_keys
-    from attndyn.models.markov import build, model
+def time_flow(config, t_flow: float) -> dict:
+    """``markov.simulate(config)`` (one seed, ``config.solver``) up to ``config.t_max``, timed
+    after a warm-up run that compiles it; the wall time to ``t_flow`` is projected from the last
+    record segment's steps per time unit and the run's steps per second (equal to the measured
+    wall when t_max = t_flow)."""
+    from attndyn.models import markov
 
-    problem = build(config)
-    grad = jax.grad(lambda p, st: problem.loss(p, st, None))
-    rhs = lambda p, st: jax.tree.map(jnp.negative, grad(p, st))  # noqa: E731
-    if config.solver == "ros2":
-        arch = model.Arch.of(config)
-        solve = fl.gauss_newton_solver(
-            lambda p, st: model.population_logits(p, st["pi"], arch).reshape(-1),
-            lambda z, st: model.population_curvature(z, st["pi"]),
-        )
-        step, order = fl.ros2_step(rhs, solve), 1
-    else:
-        step, order = fl.bs3_step(rhs), 2
-    init_keys, _ = seed_keys(np.arange(1))
-    y, state = jax.vmap(problem.init)(init_keys)
-    f = jax.vmap(rhs)(y, state)
-    dtype = jax.tree.leaves(y)[0].dtype
-    carry = fl.FlowCarry(
-        y, f, jnp.full(1, 1e-3, dtype), jnp.zeros(1, jnp.int32), jnp.zeros(1, bool)
-    )
-    advance = fl.make_flow_advance(rhs, step, order, config.rtol, 1e-12)
-
-    def run(carry, t0: float, t1: float):
-        return jax.block_until_ready(
-            advance(carry, state, jnp.asarray(t0, dtype), jnp.asarray(t1, dtype))
-        )
-
-    carry = run(carry, 0.0, 1.0)
-    t, steps0 = 1.0, int(carry.steps[0])
+    markov.simulate(config.model_copy(update={"t_max": 2.0 * config.lr, "records": 3}))
     c0, t0 = time.process_time(), time.perf_counter()
-    seg = (t, steps0, 0.0)
-    for target in np.geomspace(1.0, config.t_max, records)[1:]:
-        s0, w0 = int(carry.steps[0]), time.perf_counter()
-        carry = run(carry, t, float(target))
-        seg = (t, int(carry.steps[0]) - s0, time.perf_counter() - w0)
-        t = float(target)
-        if time.perf_counter() - t0 >= budget_s or bool(carry.diverged[0]):
-            break
+    tr = markov.simulate(config)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
-    seg_t0, seg_steps, seg_wall = seg
-    per_time = seg_steps / max(t - seg_t0, 1e-300)
-    per_s = seg_steps / max(seg_wall, 1e-300)
-    remaining = max(config.t_max - t, 0.0)
+    t, steps = tr["time"].values, tr["step"].values
+    per_time = (steps[-1] - steps[-2]) / (t[-1] - t[-2])
+    per_s = steps[-1] / wall
+    remaining = max(t_flow - float(t[-1]), 0.0)
     return {
-        "flow_t_reached": t,
+        "flow_t_reached": float(t[-1]),
         "flow_wall_s": wall,
-        "flow_steps": int(carry.steps[0]) - steps0,
+        "flow_steps": int(steps[-1]),
         "flow_cpus_used": cpu / wall,
-        "flow_final_loss_gap": float(jax.vmap(problem.observe)(carry.y, state)["loss_gap"][0]),
-        "flow_diverged": int(bool(carry.diverged[0])),
-        "flow_steps_per_time_last": per_time,
-        "flow_wall_s_projected": wall + remaining * per_time / per_s if remaining else wall,
+        "flow_final_loss_gap": float(tr["loss_gap"].values[0, -1]),
+        "flow_diverged": int((tr["diverged_step"].values >= 0).sum()),
+        "flow_steps_per_time_last": float(per_time),
+        "flow_wall_s_projected": wall + remaining * per_time / per_s,
     }
 
 
@@ -303,7 +264,7 @@ def run_markov_benchmark(
     n_seq = 10_000 if quick else 100_000
     batch = 512
     size = {"m": m, "t_flow": t_flow, "n_sequences": n_seq, "batch": batch, "peak_n": 2048,
-            "flow_budget_s": 20.0 if quick else 450.0, **(sizes or {})}  # fmt: skip
+            "bs3_t_stop": 200.0 if quick else 2000.0, **(sizes or {})}  # fmt: skip
     m, t_flow, n_seq, batch = size["m"], size["t_flow"], size["n_sequences"], size["batch"]
     common = {
         "cpu": cpu_model(),
@@ -331,10 +292,10 @@ def run_markov_benchmark(
     say(
         f"  GD {gd_rate:.4g} steps/s (t = {t_flow:g} would take {projected:.3g} s); torch {torch_rate}"
     )
-    for solver, budget in (("ros2", size["flow_budget_s"]), ("bs3", size["flow_budget_s"] / 5)):
-        # the explicit pair is stability-bound (steps ∝ t): a fifth of the budget shows it
-        say(f"markov flow ({solver}): t = {t_flow:g}, budget {budget:g} s ...")
-        flow = time_flow(flow_config(m, t_flow, solver=solver), budget_s=budget)
+    for solver, t_stop in (("ros2", t_flow), ("bs3", min(t_flow, size["bs3_t_stop"]))):
+        # the explicit pair is stability-bound (steps ∝ t): run to t_stop and project
+        say(f"markov flow ({solver}): t = {t_stop:g} of {t_flow:g} ...")
+        flow = time_flow(flow_config(m, t_stop, solver=solver), t_flow)
         rows.append(
             {
                 "row": f"flow/{solver}",
@@ -342,11 +303,10 @@ def run_markov_benchmark(
                 "d": 4,
                 "m": m,
                 "t_flow": t_flow,
-                "rtol": flow_config(m, t_flow, solver=solver).rtol,
+                "rtol": flow_config(m, t_stop, solver=solver).rtol,
                 "lr_gd": LR_GD,
                 **flow,
                 "flow_steps_per_s": flow["flow_steps"] / flow["flow_wall_s"],
-                "flow_budget_s": budget,
                 "gd_steps_per_s": gd_rate,
                 "gd_cpus_used": gd["cpus_used"],
                 "gd_wall_s_projected": projected,
