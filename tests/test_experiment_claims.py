@@ -46,6 +46,13 @@ PINNED: dict[str, list[str]] = {
         "dilution",
         "rank-steps",
     ],
+    "focus-symmetry": [
+        "symmetric-stall-d4",
+        "restart-d4",
+        "rate-theory-d4",
+        "rate-slope-d4",
+        "escape-slope-d4",
+    ],
     "focus-text": [
         "focus-wikitext",
         "dilution-wikitext",

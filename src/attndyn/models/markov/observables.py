@@ -8,6 +8,11 @@ and bigram P̂ — evaluated in the population limit of Prop. 2.3:
   law, π and P_i (Edelman et al. 2024's phase observables; kl_bigram = loss_gap);
 - ``erank_W0``, ``erank_W1``, ``erank_WQK``: entropy effective rank exp(H(σ/Σσ)) (Roy & Vetterli
   2007) — 1 for a rank-one matrix, r for r equal singular values;
+- ``sv_ratio_W0`` σ₂(W₀)/σ₁(W₀): the size of W₀ off its rank-one manifold (Thm 3.9's
+  transverse direction, experiments/markov/symmetry.py);
+- ``gradM_sv1``: the top singular value of G = ∂L/∂M = 𝔸ᵀ diag(π)(ℙ − P) (Prop. 2.3), the
+  growth rate of a perturbation off the rank-one manifold (docs/focus.md, "Symmetry and
+  restart");
 - for tracked tokens i, j: ``attn_i_j`` = 𝔸_ij, ``entropy_i`` = H(𝔸_i) (nats), ``norm_i`` =
   ‖W₀[i]‖, ``gamma_i`` = (W₀ v₁)_i with v₁ W₀'s top right singular vector (sign: Σπ_iγ_i ≥ 0),
   ``cos_i_j`` the cosine of rows i and j of W₀ (Appendix E.2's condensation heatmap);
@@ -87,7 +92,11 @@ def observe(
     }
     H = row_entropy(A)
     out["entropy_mean"] = jnp.sum(pi * H)
-    u, _, vt = jnp.linalg.svd(W0, full_matrices=False)
+    grad_m = A.T @ (pi[:, None] * (jnp.exp(logp) - P))  # ∂L/∂z_i = π_i(ℙ_i − P_i), z = 𝔸M
+    out["gradM_sv1"] = jnp.linalg.svd(grad_m, compute_uv=False)[0]
+    u, sv, vt = jnp.linalg.svd(W0, full_matrices=False)
+    second = sv[1] if sv.shape[0] > 1 else jnp.zeros((), sv.dtype)  # m = 1: rank one always
+    out["sv_ratio_W0"] = second / jnp.maximum(sv[0], jnp.finfo(sv.dtype).tiny)
     gamma = W0 @ vt[0]
     gamma = jnp.where(jnp.sum(pi * gamma) < 0, -gamma, gamma)
     out["align_pi"] = jnp.abs(_cos(u[:, 0], pi))

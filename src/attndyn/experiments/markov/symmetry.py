@@ -1,0 +1,524 @@
+"""``focus-symmetry`` (arXiv 2605.01199, Prop. 3.8 and Thm 3.9): exactly symmetric low-frequency
+tokens stall training on the rank-one manifold; an asymmetry δ restarts it, after an escape time
+that we measure against δ (the paper proves the Θ(δ) transverse eigenvalue, not the time).
+
+Setting: the population gradient flow θ̇ = −∇L(θ) (Prop. 2.3, Eq. 4; ``optimizer='flow'``,
+float64) of the Def. 2.2 model on the two-group law of Eq. 1, π = (π₁, (1 − π₁)/(d − 1) + c_iδ)
+with c = (+1, …, −1) linear (for d = 3 exactly Thm 3.9's π̃ = (π₁, (1−π₁)/2 + δ, (1−π₁)/2 − δ)),
+P = λI + (1 − λ)𝟙πᵀ (Eq. 2), init N(0, ε²).
+
+Why the stall, and the prediction (docs/claims/focus-symmetry.md, "Theory"): on the rank-one
+manifold W₀ = γα₁ᵀ, W₁ = α₁βᵀ, a transverse perturbation W₀ += u vᵀ, W₁ += v wᵀ (v ⊥ α₁) leaves
+M and Φ unchanged to first order, so it obeys u̇ = −G w, ẇ = −Gᵀu with G = ∂L/∂M at the stall
+point: its growth rate is a singular value of G. At δ = 0 the stall point has G = 0 (Prop. 3.8):
+the transverse part of the random init, of size r₀ ∝ ε, neither grows nor decays. At δ > 0,
+G = Θ(δ) there (Thm 3.9), so the ratio r = σ₂(W₀)/σ₁(W₀) grows as r₀ e^{μt} with μ = κδ + O(δ²)
+and reaches a fixed threshold after τ ≈ log(r_thr/r₀)/μ(δ): r₀ does not depend on δ (the rank-one
+manifold is invariant for every π, so δ seeds no transverse part), hence
+
+    d log μ / d log δ → 1  and  d log τ / d log δ → −1  as δ → 0,
+
+with an O(δ) correction (positive when the O(δ²) term of μ has κ's sign). Claims (per d in
+``ds``; each over seeds with a 95 % interval, docs/claims.md):
+
+- ``symmetric-stall-d{d}``: at δ = ``stall_delta`` (0), the largest erank(W₀) after the plateau
+  is reached stays below ``erank_threshold`` up to a horizon ≥ ``stall_factor`` × the largest
+  measured escape time, and the loss gap drifts by ≤ ``plateau_drift`` (relative) over the second
+  half of that horizon;
+- ``restart-d{d}``: every δ > 0 restarts: erank(W₀) at the horizon ``horizon``/δ is ≥ the
+  threshold (worst δ's interval; every seed crossed);
+- ``rate-theory-d{d}``: the measured μ over σ₁(∂L/∂M) averaged over the same window (the rate of
+  u̇ = −Gw, ẇ = −Gᵀu) is within 1 ± ``rate_tol`` at every δ (Student-t interval, worst δ);
+- ``rate-slope-d{d}``: the log–log slope of the transverse growth rate μ (fit of log σ₂/σ₁ on
+  the plateau) against δ is within ``theory_exponent`` ± ``slope_tol`` (bootstrap over seeds):
+  Θ(δ) gives 1, the O(δ²) tangential rate 2, a δ-independent escape 0;
+- ``escape-slope-d{d}``: the log–log slope of the escape time τ = t_esc − t_arr (t_arr: plateau
+  arrival) against δ is within −``theory_exponent`` ± ``slope_tol``.
+
+Negative controls: ``frequent-only`` (δ moves mass to the frequent token, π = (π₁ + δ, the rest
+equal): the low-frequency tokens stay exactly symmetric, so nothing restarts: ``restart``, the
+rate and both slopes fail); ``m-rate`` (``theory_rate_factor=2``: M's transverse part u wᵀ grows
+at 2σ₁(G), W₀'s at σ₁(G); taking one for the other fails ``rate-theory``); ``tangential-theory``
+(``theory_exponent=2``: the O(δ²) tangential rate taken for the escape rate: both slope claims
+fail); ``asymmetric-stall`` (``stall_delta`` = 0.005 passed as the symmetric case: the stall
+claim fails). Measured values and timings: docs/claims/focus-symmetry.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from attndyn.core.serial import json_safe
+from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig
+from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.report.figures import save_figure
+
+
+class Config(ExperimentConfig):
+    seeds: int = Field(4, ge=2, description="seeds (inits) per run")
+    ds: list[int] = Field([4, 3], min_length=1, description="vocabulary sizes d")
+    pi1: float = Field(0.7, gt=0, lt=1, description="mass π₁ of the frequent token (Eq. 1)")
+    lam: float = Field(0.5, gt=0, lt=1, description="λ of P = λI + (1 − λ)𝟙πᵀ (Eq. 2)")
+    deltas: list[float] = Field(
+        [0.0025, 0.005, 0.01, 0.02], min_length=2, description="asymmetries δ > 0, increasing"
+    )
+    perturb: Literal["low", "frequent"] = Field(
+        "low",
+        description="low: Eq. 1's c_iδ on the low-frequency tokens; frequent (control): "
+        "π = (π₁ + δ, the rest equal), the low-frequency tokens stay symmetric",
+    )
+    stall_delta: float = Field(0.0, ge=0, description="δ of the 'symmetric' run (0; control)")
+    m: int = Field(8, ge=2, description="embedding width m")
+    init_scale: float = Field(1e-3, gt=0, description="init N(0, ε²)")
+    horizon: float = Field(100.0, gt=0, description="flow time of the δ run: horizon/δ")
+    stall_factor: float = Field(
+        2.0, ge=1, description="symmetric run's horizon: stall_factor × horizon/min δ"
+    )
+    records: int = Field(200, ge=20, description="log-spaced record points per run")
+    rtol: float = Field(1e-6, gt=0, lt=1, description="flow solver's relative tolerance")
+    solver: Literal["bs3", "ros2"] = Field(
+        "bs3",
+        description="flow solver (core/flow.py): the explicit pair is the faster one here (m = 8, "
+        "rtol 1e-6; docs/claims/focus-symmetry.md)",
+    )
+    dtype: Literal["float32", "float64"] = Field("float64", description="simulation precision")
+    erank_threshold: float = Field(1.2, gt=1, description="restart: erank(W₀) crosses this")
+    arrival_tol: float = Field(
+        0.01, gt=0, lt=1, description="plateau arrival: loss gap within this of its value at escape"
+    )
+    rate_low: float = Field(2.0, gt=1, description="rate fit from rate_low × σ₂/σ₁ at arrival")
+    rate_high: float = Field(0.03, gt=0, lt=1, description="rate fit up to σ₂/σ₁ = rate_high")
+    plateau_drift: float = Field(1e-3, gt=0, description="stall: max relative loss-gap drift")
+    theory_exponent: float = Field(1.0, gt=0, description="μ ∝ δ^p (Thm 3.9: p = 1)")
+    theory_rate_factor: float = Field(
+        1.0, gt=0, description="predicted μ = factor × σ₁(∂L/∂M) (1; the control takes 2)"
+    )
+    rate_tol: float = Field(0.1, gt=0, lt=1, description="rate-theory: ratio within 1 ± rate_tol")
+    slope_tol: float = Field(0.5, gt=0, description="slope claims: p ± slope_tol")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Config:
+        d = self.deltas
+        if min(d) <= 0 or any(b <= a for a, b in zip(d, d[1:], strict=False)):
+            raise ValueError(f"'deltas' must be > 0 and increasing (got {d})")
+        if len(set(self.ds)) != len(self.ds) or min(self.ds) < 3:
+            raise ValueError(f"'ds' must be distinct and >= 3 (got {self.ds})")
+        return self
+
+
+def run_values(config: Config, d: int, delta: float, t_max: float, perturb: str) -> dict:
+    """The markov family config of one run (population flow on the two-group law)."""
+    law: dict[str, Any] = dict(pi_kind="two-group", pi1=config.pi1, delta=delta)
+    if perturb == "frequent":
+        rest = (1.0 - config.pi1 - delta) / (d - 1)
+        law = dict(pi=[config.pi1 + delta] + [rest] * (d - 1))
+    return dict(
+        data="population",
+        optimizer="flow",
+        d=d,
+        **law,
+        lam=config.lam,
+        m=config.m,
+        init_scale=config.init_scale,
+        t_max=t_max,
+        lr=0.5,
+        records=config.records,
+        grid="log",
+        rtol=config.rtol,
+        solver=config.solver,
+        dtype=config.dtype,
+        seeds=config.seeds,
+        seed=config.seed,
+        track=[0],
+    )
+
+
+def stall_horizon(config: Config) -> float:
+    return config.stall_factor * config.horizon / min(config.deltas)
+
+
+def first_crossing(t: np.ndarray, y: np.ndarray, level: float, start: int) -> float:
+    """The first time after record ``start`` at which y rises to ``level``, linear in (log t, y)
+    between the bracketing records; NaN if it never does."""
+    idx = np.where((np.arange(len(t)) > start) & (y >= level))[0]
+    if not len(idx):
+        return float("nan")
+    k = idx[0]
+    if y[k - 1] >= level or t[k - 1] <= 0:
+        return float(t[k])
+    f = (level - y[k - 1]) / (y[k] - y[k - 1])
+    return float(np.exp(np.log(t[k - 1]) + f * (np.log(t[k]) - np.log(t[k - 1]))))
+
+
+def arrival_index(gap: np.ndarray, ref: float, tol: float) -> int:
+    """The first record at which the loss gap is within ``tol`` (relative) of ``ref``."""
+    hit = np.where(gap <= (1.0 + tol) * ref)[0]
+    return int(hit[0]) if len(hit) else len(gap) - 1
+
+
+def seed_escape(config: Config, t, erank, gap, ratio, grad_sv) -> dict[str, float]:
+    """Escape time, plateau arrival, transverse growth rate of one seed's δ run and the
+    top singular value of ∂L/∂M averaged over the rate's fit window."""
+    thr = config.erank_threshold
+    below = np.where(erank < thr)[0]
+    out = {"t_cond": float(t[below[0]]) if len(below) else float("nan")}
+    start = int(below[0]) if len(below) else len(t) - 1
+    t_esc = first_crossing(t, erank, thr, start)
+    out["t_esc"] = t_esc
+    if not np.isfinite(t_esc):
+        nan = float("nan")
+        return {**out, "t_arr": nan, "tau": nan, "rate": nan, "grad_sv": nan}
+    k_esc = int(np.searchsorted(t, t_esc))
+    k_arr = arrival_index(gap[: k_esc + 1], gap[min(k_esc, len(t) - 1)], config.arrival_tol)
+    out["t_arr"] = float(t[k_arr])
+    out["tau"] = t_esc - out["t_arr"]
+    r_arr = ratio[k_arr]
+    window = (np.arange(len(t)) >= k_arr) & (ratio >= config.rate_low * r_arr)
+    top = np.where((np.arange(len(t)) >= k_arr) & (ratio >= config.rate_high))[0]
+    if len(top):
+        window &= np.arange(len(t)) <= top[0]
+    out["rate"] = (
+        float(np.polyfit(t[window], np.log(ratio[window]), 1)[0])
+        if window.sum() >= 3
+        else float("nan")
+    )
+    out["n_rate_points"] = int(window.sum())
+    out["grad_sv"] = float(np.mean(grad_sv[window])) if window.any() else float("nan")
+    return out
+
+
+def loglog_slope(deltas: np.ndarray, *groups: np.ndarray) -> float:
+    """Least-squares slope of log(seed mean) against log δ."""
+    y = np.log([np.mean(g) for g in groups])
+    return float(np.polyfit(np.log(deltas), y, 1)[0])
+
+
+class FocusSymmetry(Experiment):
+    name = "focus-symmetry"
+    description = (
+        "arXiv 2605.01199 Prop. 3.8 / Thm 3.9: symmetric low-frequency tokens stall on the "
+        "rank-one manifold; δ > 0 restarts with a Θ(δ) rate; escape time vs δ measured"
+    )
+    Config = Config
+    presets = {
+        "tiny": {"ds": [4], "deltas": [0.005, 0.01, 0.02], "seeds": 3, "records": 100},
+        "small": {},
+        "paper": {
+            "m": 256,
+            "deltas": [0.00125, 0.0025, 0.005, 0.01, 0.02],
+            "seeds": 8,
+            "records": 300,
+        },
+    }
+    controls = {
+        "frequent-only": Control(
+            {"perturb": "frequent"},
+            ("restart-d4", "rate-theory-d4", "rate-slope-d4", "escape-slope-d4"),
+            "δ moved to the frequent token, π = (π₁ + δ, the rest equal): the low-frequency "
+            "tokens stay exactly symmetric, so Prop. 3.8's degenerate point persists and no run "
+            "restarts (no escape time, no rate)",
+        ),
+        "tangential-theory": Control(
+            {"theory_exponent": 2.0},
+            ("rate-slope-d4", "escape-slope-d4"),
+            "the O(δ²) tangential rate of Thm 3.9 taken for the escape rate (μ ∝ δ², τ ∝ δ⁻²)",
+        ),
+        "m-rate": Control(
+            {"theory_rate_factor": 2.0},
+            ("rate-theory-d4",),
+            "the growth rate of M's transverse part u wᵀ (2σ₁(G)) taken for that of W₀'s u vᵀ "
+            "(σ₁(G)): a factor-2 error in the predicted rate",
+        ),
+        "asymmetric-stall": Control(
+            {"stall_delta": 0.005},
+            ("symmetric-stall-d4",),
+            "an asymmetric law (δ = 0.005) passed as the symmetric case: it restarts, so the "
+            "stall claim must fail",
+        ),
+    }
+
+    def claim_names(self, config: Config) -> list[str]:
+        return [
+            f"{c}-d{d}"
+            for d in config.ds
+            for c in ("symmetric-stall", "restart", "rate-theory", "rate-slope", "escape-slope")
+        ]
+
+    def run(self, config: Config, ctx) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for d in config.ds:
+            out[(d, "stall")] = ctx.simulate(
+                "markov", **run_values(config, d, config.stall_delta, stall_horizon(config), "low")
+            )
+            for delta in config.deltas:
+                out[(d, delta)] = ctx.simulate(
+                    "markov",
+                    **run_values(config, d, delta, config.horizon / delta, config.perturb),
+                )
+        return out
+
+    def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+        m: dict[str, Any] = {"diverged": 0, "per_d": {}}
+        deltas = np.asarray(config.deltas)
+        for d in config.ds:
+            md: dict[str, Any] = {"runs": {}}
+            for delta in config.deltas:
+                tr = results[(d, delta)]
+                m["diverged"] += int((tr["diverged_step"].values >= 0).sum())
+                t = tr["time"].values
+                rows = [
+                    seed_escape(
+                        config,
+                        t,
+                        tr["erank_W0"].values[s],
+                        tr["loss_gap"].values[s],
+                        tr["sv_ratio_W0"].values[s],
+                        tr["gradM_sv1"].values[s],
+                    )
+                    for s in range(tr.sizes["seed"])
+                ]
+                md["runs"][delta] = {
+                    k: np.asarray([r.get(k, np.nan) for r in rows], float) for k in rows[0]
+                }
+                md["runs"][delta]["erank_end"] = tr["erank_W0"].values[:, -1]
+            runs = md["runs"]
+            md["restart"] = {delta: mean_ci(runs[delta]["erank_end"]) for delta in config.deltas}
+            md["all_crossed"] = bool(all(np.isfinite(runs[x]["t_esc"]).all() for x in deltas))
+            md["tau_mean"] = {x: float(np.mean(runs[x]["tau"])) for x in config.deltas}
+            md["rate_mean"] = {x: float(np.mean(runs[x]["rate"])) for x in config.deltas}
+            md["escape_slope"] = bootstrap_ci(
+                [runs[x]["tau"] for x in config.deltas],
+                lambda *g: loglog_slope(deltas, *g),
+            )
+            md["rate_slope"] = bootstrap_ci(
+                [runs[x]["rate"] for x in config.deltas],
+                lambda *g: loglog_slope(deltas, *g),
+            )
+            md["rate_over_delta"] = {x: md["rate_mean"][x] / x for x in config.deltas}
+            f = config.theory_rate_factor
+            md["rate_theory"] = {
+                x: mean_ci(runs[x]["rate"] / (f * runs[x]["grad_sv"])) for x in config.deltas
+            }
+            md["grad_sv_mean"] = {x: float(np.mean(runs[x]["grad_sv"])) for x in config.deltas}
+            t_esc_max = float(np.max([runs[x]["t_esc"] for x in config.deltas]))
+            md["t_esc_max"] = t_esc_max
+            # the symmetric run
+            tr = results[(d, "stall")]
+            m["diverged"] += int((tr["diverged_step"].values >= 0).sum())
+            t = tr["time"].values
+            horizon = float(t[-1])
+            er, gap = tr["erank_W0"].values, tr["loss_gap"].values
+            max_er, drift, t_arr = [], [], []
+            for s in range(er.shape[0]):
+                k = arrival_index(gap[s], gap[s, -1], config.arrival_tol)
+                t_arr.append(float(t[k]))
+                max_er.append(float(np.max(er[s, k:])))
+                half = t >= horizon / 2
+                g = gap[s, half]
+                drift.append(float((g.max() - g.min()) / abs(g[-1])))
+            md["stall"] = {
+                "horizon": horizon,
+                "max_erank": mean_ci(max_er),
+                "t_arrival": t_arr,
+                "gap_drift": float(np.max(drift)),
+                "gap_end": float(np.mean(gap[:, -1])),
+                "erank_at_arrival": float(
+                    np.max([er[s, np.searchsorted(t, ta)] for s, ta in enumerate(t_arr)])
+                ),
+                "horizon_over_escape": horizon / t_esc_max if np.isfinite(t_esc_max) else None,
+            }
+            m["per_d"][d] = md
+        return m
+
+    def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
+        checks = [Check.compare("seeds diverged (every run)", m["diverged"], "==", 0)]
+        for d, md in m["per_d"].items():
+            checks.append(
+                Check.compare(
+                    f"d={d}: erank(W₀) of the symmetric run at plateau arrival (max over seeds)",
+                    md["stall"]["erank_at_arrival"],
+                    "<",
+                    config.erank_threshold - 0.05,
+                )
+            )
+        return checks
+
+    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
+        out: list[Claim] = []
+        p, tol = config.theory_exponent, config.slope_tol
+        for d, md in m["per_d"].items():
+            st = md["stall"]
+            ratio = st["horizon_over_escape"]
+            out.append(
+                Claim.below(
+                    f"symmetric-stall-d{d}",
+                    f"d = {d}, δ = {config.stall_delta:g}: the largest erank(W₀) from plateau "
+                    f"arrival (t ≈ {np.mean(st['t_arrival']):.0f}) to the horizon "
+                    f"{st['horizon']:.0f} = {ratio if ratio is None else round(ratio, 2)} × the "
+                    f"largest escape time; loss gap {st['gap_end']:.4f}, relative drift "
+                    f"{st['gap_drift']:.2e} over the second half",
+                    st["max_erank"],
+                    config.erank_threshold,
+                    Check(
+                        f"horizon >= {config.stall_factor:g} × the largest escape time",
+                        ratio is not None and ratio >= config.stall_factor,
+                    ),
+                    Check.compare(
+                        "loss-gap drift over the second half",
+                        st["gap_drift"],
+                        "<=",
+                        config.plateau_drift,
+                    ),  # fmt: skip
+                )
+            )
+            key = worst(md["restart"], "low")
+            out.append(
+                Claim.at_least(
+                    f"restart-d{d}",
+                    f"d = {d}: erank(W₀) at the horizon {config.horizon:g}/δ, worst δ = {key:g} "
+                    "(per δ: "
+                    + ", ".join(f"{x:g}: {v.value:.3f}" for x, v in md["restart"].items())
+                    + ")",
+                    md["restart"][key],
+                    config.erank_threshold,
+                    Check("every seed crossed the threshold", md["all_crossed"]),
+                )
+            )
+            rt = md["rate_theory"]
+            key = max(rt, key=lambda x: _distance(rt[x], 1.0))
+            out.append(
+                Claim.within(
+                    f"rate-theory-d{d}",
+                    f"d = {d}: measured μ over {config.theory_rate_factor:g} × σ₁(∂L/∂M) "
+                    "averaged over the fit window, the rate of u̇ = −Gw, ẇ = −Gᵀu; worst δ = "
+                    f"{key:g} (per δ: "
+                    + ", ".join(f"{x:g}: {v.value:.4f}" for x, v in rt.items())
+                    + ")",
+                    rt[key],
+                    1.0,
+                    config.rate_tol,
+                )
+            )
+            out.append(
+                Claim.within(
+                    f"rate-slope-d{d}",
+                    f"d = {d}: slope of log μ against log δ, μ the growth rate of σ₂/σ₁(W₀) on "
+                    "the plateau (μ/δ per δ: "
+                    + ", ".join(f"{x:g}: {v:.4g}" for x, v in md["rate_over_delta"].items())
+                    + ")",
+                    md["rate_slope"],
+                    p,
+                    tol,
+                )
+            )
+            out.append(
+                Claim.within(
+                    f"escape-slope-d{d}",
+                    f"d = {d}: slope of log τ against log δ, τ = t_esc − t_arr (erank(W₀) = "
+                    f"{config.erank_threshold:g}; τ per δ: "
+                    + ", ".join(f"{x:g}: {v:.4g}" for x, v in md["tau_mean"].items())
+                    + ")",
+                    md["escape_slope"],
+                    -p,
+                    tol,
+                )
+            )
+        return out
+
+    def summary(self, m: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for d, md in m["per_d"].items():
+            out[f"d{d}"] = {
+                "escape_slope": _iv(md["escape_slope"]),
+                "rate_slope": _iv(md["rate_slope"]),
+                "tau_mean": {str(k): v for k, v in md["tau_mean"].items()},
+                "rate_mean": {str(k): v for k, v in md["rate_mean"].items()},
+                "rate_over_delta": {str(k): v for k, v in md["rate_over_delta"].items()},
+                "rate_over_gradM_sv1": {str(k): _iv(v) for k, v in md["rate_theory"].items()},
+                "t_esc_max": md["t_esc_max"],
+                "erank_end": {str(k): _iv(v) for k, v in md["restart"].items()},
+                "stall": {
+                    "horizon": md["stall"]["horizon"],
+                    "max_erank": _iv(md["stall"]["max_erank"]),
+                    "gap_end": md["stall"]["gap_end"],
+                    "gap_drift": md["stall"]["gap_drift"],
+                    "horizon_over_escape": md["stall"]["horizon_over_escape"],
+                },
+            }
+        out["diverged"] = m["diverged"]
+        return json_safe(out)
+
+    def figure(
+        self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
+    ) -> Path:
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter
+
+        ds = list(m["per_d"])
+        fig, axes = plt.subplots(len(ds), 3, figsize=(14, 4.0 * len(ds)), squeeze=False)
+        deltas = np.asarray(config.deltas)
+        for row, d in enumerate(ds):
+            md = m["per_d"][d]
+            ax = axes[row, 0]
+            tr = results[(d, "stall")]
+            ax.plot(
+                tr["time"][1:],
+                tr["erank_W0"].mean("seed")[1:],
+                "k",
+                label=f"δ = {config.stall_delta:g}",
+            )
+            for i, x in enumerate(config.deltas):
+                tr = results[(d, x)]
+                ax.plot(
+                    tr["time"][1:],
+                    tr["erank_W0"].mean("seed")[1:],
+                    color=f"C{i}",
+                    label=f"δ = {x:g}",
+                )
+            ax.axhline(config.erank_threshold, color="grey", ls=":", lw=1)
+            ax.set_xscale("log")
+            ax.set_xlabel("flow time t")
+            ax.set_ylabel("erank(W₀) (seed mean)")
+            ax.set_title(f"(a) d = {d}: stall at δ = 0, restart at δ > 0")
+            ax.legend(frameon=False, fontsize=8)
+            for col, (key, label, sign) in enumerate(
+                (("tau", "escape time τ = t_esc − t_arr", -1), ("rate", "transverse rate μ", 1)),
+                start=1,
+            ):
+                ax = axes[row, col]
+                vals = [md["runs"][x][key] for x in config.deltas]
+                for x, v in zip(deltas, vals, strict=True):
+                    ax.loglog(np.full(len(v), x), v, ".", color="C0", alpha=0.6)
+                means = np.array([np.mean(v) for v in vals])
+                ax.loglog(deltas, means, "o", color="C0", label=f"{label} (seed mean)")
+                slope = md["escape_slope" if key == "tau" else "rate_slope"]
+                if np.all(np.isfinite(means)) and np.all(means > 0):
+                    b = np.polyfit(np.log(deltas), np.log(means), 1)
+                    ax.loglog(deltas, np.exp(np.polyval(b, np.log(deltas))), "C0-",
+                              label=f"fit slope {slope.value:.3f} [{slope.low:.3f}, {slope.high:.3f}]")  # fmt: skip
+                    ref = means[0] * (deltas / deltas[0]) ** (sign * config.theory_exponent)
+                    ax.loglog(
+                        deltas, ref, "k:", label=f"δ^{sign * config.theory_exponent:g} (Thm 3.9)"
+                    )
+                if key == "rate":
+                    ax.loglog(deltas, [md["grad_sv_mean"][x] for x in config.deltas], "kx",
+                              label="σ₁(∂L/∂M) on the plateau (u̇ = −Gw, ẇ = −Gᵀu)")  # fmt: skip
+                ax.xaxis.set_minor_formatter(NullFormatter())
+                ax.set_xlabel("asymmetry δ")
+                ax.set_title(f"({'bc'[col - 1]}) d = {d}: {label}")
+                ax.legend(frameon=False, fontsize=8)
+        fig.tight_layout()
+        return save_figure(fig, path)
+
+
+def _distance(x: Interval, target: float) -> float:
+    """The largest distance of an interval's ends from ``target`` (inf if not finite)."""
+    return max(abs(x.low - target), abs(x.high - target)) if x.finite else float("inf")
+
+
+def _iv(x: Interval) -> dict[str, float]:
+    return {"value": x.value, "low": x.low, "high": x.high, "n_seeds": x.n_seeds}
