@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from attndyn.core.config import SimulationConfig
 from attndyn.models.markov.data import PAPER_PI, two_group_pi
@@ -133,14 +133,29 @@ class MarkovConfig(SimulationConfig):
             raise ValueError(f"entries must sum to 1 (sum {sum(v):.6g})")
         return tuple(float(x) for x in v)
 
+    @field_validator("corpus")
+    @classmethod
+    def _corpus(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if info.data.get("data") == "text" and not v:
+            raise ValueError("data='text' needs corpus (a text file path or hf:NAME)")
+        return v
+
+    @field_validator("causal")
+    @classmethod
+    def _causal(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("data") == "population":
+            raise ValueError("causal=true needs sampled sequences (data online/fixed/text)")
+        return v
+
+    @field_validator("optimizer")
+    @classmethod
+    def _flow(cls, v: str, info: ValidationInfo) -> str:
+        if v == "flow" and info.data.get("data") != "population":
+            raise ValueError("optimizer='flow' needs data='population' (a deterministic loss)")
+        return v
+
     @model_validator(mode="after")
     def _consistent(self) -> MarkovConfig:
-        if self.data == "text" and not self.corpus:
-            raise ValueError("data='text' needs corpus (a text file path or hf:NAME)")
-        if self.optimizer == "flow" and self.data != "population":
-            raise ValueError("optimizer='flow' needs data='population' (a deterministic loss)")
-        if self.data == "population" and self.causal:
-            raise ValueError("causal=true needs sampled sequences (data online/fixed/text)")
         if self.pi is None and self.pi_kind == "two-group":
             two_group_pi(self.d, self.pi1, self.delta, self.pattern)  # raises on a bad π
         return self
