@@ -200,6 +200,7 @@ def integrate_flow(
     :func:`attndyn.core.trainer.seed_keys`), observed at ``times`` (t = 0 first): ``bs3``, or
     ``ros2`` when ``gauss_newton = (outputs, curvature)`` is given (module docstring).
 
+    ``observe`` may return arrays; they come back with shape (seed, time, …).
     Returns a RunResult whose ``steps`` are the RK steps (accepted or rejected) taken up to each
     record (the maximum over seeds); ``diverged_step`` is the record index at which a seed
     stopped being finite (−1 if never)."""
@@ -224,7 +225,12 @@ def integrate_flow(
         bad = np.asarray(carry.diverged) & (div_at < 0)
         div_at[bad] = r
         dead = div_at >= 0
-        records.append({k: np.where(dead, np.nan, v) for k, v in obs.items()})
+        records.append(
+            {
+                k: np.where(dead.reshape(-1, *[1] * (np.ndim(v) - 1)), np.nan, v)
+                for k, v in obs.items()
+            }
+        )
         steps.append(int(np.max(np.asarray(carry.steps))))
     names = list(records[0])
     return RunResult(

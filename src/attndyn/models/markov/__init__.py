@@ -11,6 +11,8 @@ observables.py; the model, the data and our readings: docs/focus.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,8 +20,8 @@ import numpy as np
 from attndyn.core.config import canonical
 from attndyn.core.flow import integrate_flow
 from attndyn.core.grids import record_grid
-from attndyn.core.simulate import seed_array, simulate_problem
-from attndyn.core.trainer import Problem
+from attndyn.core.simulate import seed_array
+from attndyn.core.trainer import Problem, RunResult, train
 from attndyn.core.trajectory import make_trajectory
 from attndyn.core.updates import optimizer as update_rule
 from attndyn.models.base import Benchmark
@@ -70,6 +72,7 @@ __all__ = [
     "build",
     "simulate",
     "time_axes",
+    "run_records",
 ]
 
 
@@ -184,49 +187,59 @@ def time_axes(config: MarkovConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
     return {"time": config.lr * np.asarray(steps, dtype=np.float64)}
 
 
-def simulate(config: MarkovConfig, seeds=None):
-    """Train every seed and record the observables (observables.py) on the record grid.
+def run_records(
+    config: MarkovConfig,
+    seeds=None,
+    adapt: Callable[[Problem], Problem] | None = None,
+) -> tuple[RunResult, np.ndarray, np.ndarray]:
+    """Train (gd, adam: :func:`attndyn.core.trainer.train`) or integrate (flow:
+    :func:`attndyn.core.flow.integrate_flow`, ROS2 with :func:`model.gauss_newton` or bs3) every
+    seed on the record grid. ``adapt(problem)`` may replace the Problem's ``init`` or
+    ``observe`` (whose values may be arrays: they come back with shape (seed, time, …)).
 
     Returns:
-        Trajectory, dims ``(seed, time)``, ``time`` = lr·step. For ``optimizer='flow'`` the
-        record times are the same lr·step grid and ``step`` counts adaptive RK steps taken.
+        (RunResult, record steps, seed ids).
     """
     law = DataLaw(config)
-    if config.optimizer != "flow":
-        return simulate_problem(
-            lambda: build(config, law),
-            config,
-            seeds,
-            family=NAME,
-            times=lambda steps: time_axes(config, steps),
-        )
     steps = record_grid(config)
-    times = time_axes(config, steps)["time"]
     seed_ids = seed_array(config, seeds)
     with jax.enable_x64(config.dtype == "float64"):
         problem = build(config, law)
-        grad = jax.grad(lambda p, st: problem.loss(p, st, None))
-        gauss_newton = None
-        if config.solver == "ros2":
-            arch = model.Arch.of(config)
-            gauss_newton = (
-                lambda p, st: model.population_logits(p, st["pi"], arch).reshape(-1),
-                lambda z, st: model.population_curvature(z, st["pi"]),
-            )
+        if adapt is not None:
+            problem = adapt(problem)
+        if config.optimizer != "flow":
+            return train(problem, steps, seed_ids), steps, seed_ids
+        gauss_newton = (
+            model.gauss_newton(model.Arch.of(config)) if config.solver == "ros2" else None
+        )
         result = integrate_flow(
             problem.init,
-            grad,
+            jax.grad(lambda p, st: problem.loss(p, st, None)),
             problem.observe,
-            times,
+            time_axes(config, steps)["time"],
             seed_ids,
             rtol=config.rtol,
             gauss_newton=gauss_newton,
         )
+    return result, steps, seed_ids
+
+
+def simulate(config: MarkovConfig, seeds=None):
+    """Train every seed and record the observables (observables.py) on the record grid.
+
+    Returns:
+        Trajectory, dims ``(seed, time)``, ``time`` = lr·step, ``samples`` = step·batch (batch 1
+        for population data). For ``optimizer='flow'`` the record times are the same lr·step
+        grid, ``step`` counts the adaptive steps taken and ``samples`` is 0.
+    """
+    result, steps, seed_ids = run_records(config, seeds)
+    flow = config.optimizer == "flow"
+    batch = 0 if flow else 1 if config.data == "population" else config.batch
     return make_trajectory(
         result.observables,
-        time=times,
-        samples=np.zeros(len(times), np.int64),
-        step=result.steps,
+        time=time_axes(config, steps)["time"],
+        samples=steps * batch,
+        step=result.steps if flow else steps,
         seeds=seed_ids,
         diverged_step=result.diverged_step,
         family=NAME,

@@ -108,17 +108,28 @@ def population_attention(phi: jax.Array, pi: jax.Array) -> jax.Array:
     return jax.nn.softmax(jnp.log(pi)[None, :] + phi, axis=1)
 
 
-def population_logits(params: Params, pi: jax.Array, arch: Arch = Arch()) -> jax.Array:
+def shorthand_logits(M: jax.Array, Phi: jax.Array, pi: jax.Array, R=None) -> jax.Array:
     """z_i = 𝔸_i M (+ R_i with a residual), one row of logits per query token i (d×d)."""
+    z = population_attention(Phi, pi) @ M
+    return z if R is None else z + R
+
+
+def shorthand_loss(M: jax.Array, Phi: jax.Array, pi: jax.Array, P: jax.Array, R=None) -> jax.Array:
+    """Prop. 2.3's L as a function of the shorthands: −Σ_i π_i Σ_y P_iy log softmax(z_i)_y."""
+    logp = jax.nn.log_softmax(shorthand_logits(M, Phi, pi, R), axis=1)
+    return -jnp.sum(pi[:, None] * P * logp)
+
+
+def population_logits(params: Params, pi: jax.Array, arch: Arch = Arch()) -> jax.Array:
+    """:func:`shorthand_logits` at the parameters' (M, Φ, R)."""
     sh = shorthands(params, arch)
-    z = population_attention(sh["Phi"], pi) @ sh["M"]
-    return z + sh["R"] if arch.residual else z
+    return shorthand_logits(sh["M"], sh["Phi"], pi, sh.get("R"))
 
 
 def population_loss(params: Params, pi: jax.Array, P: jax.Array, arch: Arch = Arch()) -> jax.Array:
     """Prop. 2.3: L = −Σ_i π_i Σ_y P_iy log ℙ_iy with ℙ_i = softmax(z_i)."""
-    logp = jax.nn.log_softmax(population_logits(params, pi, arch), axis=1)
-    return -jnp.sum(pi[:, None] * P * logp)
+    sh = shorthands(params, arch)
+    return shorthand_loss(sh["M"], sh["Phi"], pi, P, sh.get("R"))
 
 
 def population_curvature(z: jax.Array, pi: jax.Array) -> jax.Array:
@@ -128,3 +139,13 @@ def population_curvature(z: jax.Array, pi: jax.Array) -> jax.Array:
     prob = jax.nn.softmax(z.reshape(d, d), axis=1)
     blocks = pi[:, None, None] * (jax.vmap(jnp.diag)(prob) - prob[:, :, None] * prob[:, None, :])
     return jax.scipy.linalg.block_diag(*[blocks[i] for i in range(d)])
+
+
+def gauss_newton(arch: Arch = Arch()):
+    """``(outputs, curvature)`` for :func:`attndyn.core.flow.integrate_flow`'s ROS2 solver: the
+    flattened population logits z(θ) (state holds ``pi``) and ∇²_z L
+    (:func:`population_curvature`)."""
+    return (
+        lambda p, st: population_logits(p, st["pi"], arch).reshape(-1),
+        lambda z, st: population_curvature(z, st["pi"]),
+    )

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from attndyn.core.ode import integrate
+from attndyn.models.markov.model import shorthand_loss
 
 __all__ = [
     "loss_mphi",
@@ -32,12 +33,8 @@ __all__ = [
 ]
 
 
-def loss_mphi(M, Phi, pi, P):
-    """Prop. 2.3's L as a function of (M, Φ): −Σ_i π_i Σ_y P_iy log softmax(𝔸_iM)_y."""
-    A = jax.nn.softmax(jnp.log(pi)[None, :] + Phi, axis=1)
-    logp = jax.nn.log_softmax(A @ M, axis=1)
-    return -jnp.sum(pi[:, None] * P * logp)
-
+loss_mphi = shorthand_loss
+"""Prop. 2.3's L as a function of (M, Φ) (:func:`attndyn.models.markov.model.shorthand_loss`)."""
 
 _grads = jax.jit(jax.grad(loss_mphi, argnums=(0, 1)))
 
@@ -127,19 +124,9 @@ def integrate_full(
     ``markov.simulate`` sets them up) from ``params0``; returns each weight at ``times``, shape
     (len(times), …)."""
     from attndyn.core.flow import integrate_flow
-    from attndyn.models.markov.model import (
-        population_curvature,
-        population_logits,
-        population_loss,
-    )
+    from attndyn.models.markov.model import gauss_newton, population_loss
 
-    gauss_newton = None
-    if solver == "ros2":
-        gauss_newton = (
-            lambda p, s: population_logits(p, s["pi"]).reshape(-1),
-            lambda z, s: population_curvature(z, s["pi"]),
-        )
-    elif solver != "bs3":
+    if solver not in ("bs3", "ros2"):
         raise ValueError(f"solver must be 'bs3' or 'ros2' (got {solver!r})")
 
     with jax.enable_x64(True):
@@ -153,6 +140,6 @@ def integrate_full(
             np.array([0]),
             rtol=rtol,
             atol=1e-14,
-            gauss_newton=gauss_newton,
+            gauss_newton=gauss_newton() if solver == "ros2" else None,
         )
     return {k: np.asarray(v)[0] for k, v in result.observables.items()}
