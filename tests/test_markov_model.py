@@ -218,3 +218,25 @@ def test_ros2_and_bs3_flows_agree_through_the_first_cycle():
     b = markov.simulate(_cfg(solver="bs3", **common))
     for name in ("loss_gap", "attn_1_0", "erank_W0"):
         np.testing.assert_allclose(a[name].values, b[name].values, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "opt", [{"optimizer": "gd"}, {"optimizer": "adam", "lr": 0.01}, {"optimizer": "flow"}]
+)
+def test_train_attention_false_keeps_wq_wk_at_init(opt):
+    """The control switch: W_Q, W_K stay exactly at their init for every optimizer (the flow's
+    Gauss–Newton Jacobian has no columns for them), while W₀ moves."""
+    import dataclasses
+
+    def adapt(problem):
+        def observe(params, state):
+            return {k: params[k] for k in ("WQ", "WK", "W0")}
+
+        return dataclasses.replace(problem, observe=observe)
+
+    cfg = _cfg(t_max=100.0, records=3, init_scale=1e-2, train_attention=False, **opt)
+    result, _, _ = markov.run_records(cfg, adapt=adapt)
+    obs = result.observables
+    for k in ("WQ", "WK"):
+        np.testing.assert_array_equal(obs[k][:, -1], obs[k][:, 0])
+    assert np.abs(obs["W0"][:, -1] - obs["W0"][:, 0]).max() > 1e-3

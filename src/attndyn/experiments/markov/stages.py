@@ -218,7 +218,7 @@ class FocusStages(Experiment):
         ),
         "large-init": Control(
             {"init_scale": 0.3},
-            ("stage1-rate", "plateau-gap", "focus-alignment", "rank-steps"),
+            ("stage1-rate", "attention-frozen", "plateau-gap", "focus-alignment", "rank-steps"),
             "init ε = 0.3: the init is already beyond the linear window (no Stage I to measure) "
             "and W₀ never condenses to rank one, so there is no condensation ray, no unigram "
             "plateau after it and no focus stage that follows condensation: the stages are not "

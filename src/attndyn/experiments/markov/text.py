@@ -110,6 +110,9 @@ class Config(ExperimentConfig):
     steps: int = Field(12_000, ge=10, description="Adam steps")
     records: int = Field(48, ge=8, description="log-spaced record points")
     shuffle_tokens: bool = Field(False, description="negative control: permute the corpus")
+    train_attention: bool = Field(
+        True, description="false (negative control): W_Q, W_K frozen at their init"
+    )
     rise_fraction: float = Field(
         0.1, gt=0, lt=1, description="entropy-cycle: rise / fall at least this"
     )
@@ -165,6 +168,7 @@ def sim_values(config: Config, source: str) -> dict[str, Any]:
         tokenizer=config.tokenizer,
         max_tokens=config.max_tokens,
         shuffle_tokens=config.shuffle_tokens,
+        train_attention=config.train_attention,
         m=config.m,
         seq_len=config.seq_len,
         batch=config.batch,
@@ -222,6 +226,13 @@ class FocusText(Experiment):
             "L_uni − L* is the finite-sample information of an order-free stream (no model can "
             "gain more than its 99.9 % quantile) and nothing drives the queries' attention away "
             "from the top token after the focus",
+        ),
+        "frozen-attention": Control(
+            {"train_attention": False},
+            ("focus-wikitext", "entropy-cycle-wikitext"),
+            "W_Q and W_K frozen at their init N(0, 1/m²): the logits Φ = W₀W_QW_KᵀW₀ᵀ stay "
+            "O(‖W₀‖²/m), so no query's attention can concentrate on the top token and the "
+            "attention entropy has no fall to recover from (the model still learns M = W₀W₁)",
         ),
     }
 

@@ -33,6 +33,8 @@ NAME = "markov"
 SUMMARY = ("loss_gap", "erank_W0", "erank_WQK", "entropy_mean", "align_pi", "align_phi")
 """Observables ``attndyn simulate markov`` prints at the final time."""
 Config = MarkovConfig
+FROZEN = ("WQ", "WK")
+"""The groups that ``train_attention=false`` freezes."""
 THEORY = "attndyn.models.markov.theory"
 BENCHMARKS = (
     Benchmark(
@@ -171,6 +173,17 @@ def build(config: MarkovConfig, law: DataLaw | None = None) -> Problem:
     def observe(params, state):
         return observables.observe(params, state["pi"], state["P"], law.entropy_star, track, arch)
 
+    value_and_grad = None
+    if not config.train_attention:
+        full = jax.value_and_grad(loss)
+
+        def value_and_grad(params, state, batch):
+            """∇L with the W_Q, W_K blocks zeroed: attention stays at its init."""
+            value, grads = full(params, state, batch)
+            return value, {
+                k: jnp.zeros_like(g) if k in ("WQ", "WK") else g for k, g in grads.items()
+            }
+
     name = "adam" if config.optimizer == "adam" else "sgd"  # flow: the update is unused
     return Problem(
         init=init,
@@ -179,6 +192,7 @@ def build(config: MarkovConfig, law: DataLaw | None = None) -> Problem:
         observe=observe,
         update=update_rule(name, config.lr),
         batch=1 if config.data == "population" else config.batch,
+        value_and_grad=value_and_grad,
     )
 
 
@@ -209,12 +223,17 @@ def run_records(
             problem = adapt(problem)
         if config.optimizer != "flow":
             return train(problem, steps, seed_ids), steps, seed_ids
-        gauss_newton = (
-            model.gauss_newton(model.Arch.of(config)) if config.solver == "ros2" else None
-        )
+        frozen = () if config.train_attention else FROZEN
+        gauss_newton = None
+        if config.solver == "ros2":
+            gauss_newton = model.gauss_newton(model.Arch.of(config), frozen)
+        if problem.value_and_grad is None:
+            grad = jax.grad(lambda p, st: problem.loss(p, st, None))
+        else:
+            grad = lambda p, st: problem.value_and_grad(p, st, None)[1]  # noqa: E731
         result = integrate_flow(
             problem.init,
-            jax.grad(lambda p, st: problem.loss(p, st, None)),
+            grad,
             problem.observe,
             time_axes(config, steps)["time"],
             seed_ids,

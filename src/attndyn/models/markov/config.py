@@ -104,6 +104,11 @@ class MarkovConfig(SimulationConfig):
         description="tokens whose attention rows, entropies and norms are recorded; None: all "
         "when d ≤ 8, else the 3 most frequent and the 3 around the median frequency",
     )
+    train_attention: bool = Field(
+        True,
+        description="train W_Q and W_K; false freezes them at their init (their gradient is "
+        "zeroed for every optimizer): a negative control without attention learning",
+    )
     # --- training -----------------------------------------------------------------------------
     optimizer: Literal["gd", "adam", "flow"] = Field(
         "gd",

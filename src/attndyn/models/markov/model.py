@@ -141,11 +141,14 @@ def population_curvature(z: jax.Array, pi: jax.Array) -> jax.Array:
     return jax.scipy.linalg.block_diag(*[blocks[i] for i in range(d)])
 
 
-def gauss_newton(arch: Arch = Arch()):
+def gauss_newton(arch: Arch = Arch(), frozen: tuple[str, ...] = ()):
     """``(outputs, curvature)`` for :func:`attndyn.core.flow.integrate_flow`'s ROS2 solver: the
     flattened population logits z(θ) (state holds ``pi``) and ∇²_z L
-    (:func:`population_curvature`)."""
-    return (
-        lambda p, st: population_logits(p, st["pi"], arch).reshape(-1),
-        lambda z, st: population_curvature(z, st["pi"]),
-    )
+    (:func:`population_curvature`). Groups in ``frozen`` are constants of z, so the solver's
+    Jacobian has no columns for them and never moves them."""
+
+    def outputs(p, st):
+        p = {k: jax.lax.stop_gradient(v) if k in frozen else v for k, v in p.items()}
+        return population_logits(p, st["pi"], arch).reshape(-1)
+
+    return outputs, lambda z, st: population_curvature(z, st["pi"])
