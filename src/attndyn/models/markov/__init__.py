@@ -135,13 +135,10 @@ def build(config: MarkovConfig, law: DataLaw | None = None) -> Problem:
     pi = jnp.asarray(law.pi, dtype)
     P = jnp.asarray(law.P, dtype)
     tokens = None if law.tokens is None else jnp.asarray(law.tokens, jnp.int32)
-    if tokens is not None and tokens.shape[0] <= s + 1:
-        from attndyn.errors import InputError
+    if tokens is not None:
+        from attndyn.models.markov.text import require_windows
 
-        raise InputError(
-            f"invalid value for 'seq_len': the corpus has {tokens.shape[0]} tokens, fewer than "
-            f"seq_len + 2 = {s + 2}"
-        )
+        require_windows(tokens.shape[0], s)
 
     def init(key):
         k_params, k_data = jax.random.split(key)

@@ -222,14 +222,20 @@ def load_corpus(config) -> Corpus:
     return corpus
 
 
+def require_windows(n_tokens: int, seq_len: int) -> int:
+    """``n_tokens``, or a one-line error when no window of s + 1 tokens with a start to draw
+    fits (fewer than s + 2 tokens)."""
+    if n_tokens < seq_len + 2:
+        raise InputError(
+            f"invalid value for 'seq_len': the corpus has {n_tokens} tokens, fewer than "
+            f"seq_len + 2 = {seq_len + 2}"
+        )
+    return n_tokens
+
+
 def windows(corpus: Corpus, seq_len: int, n: int, seed: int = 0) -> np.ndarray:
     """``n`` windows (n, s + 1) of consecutive tokens at uniform starts in [0, N − s − 1] (the
     law ``markov.build`` samples with data='text'): inputs ``[:, :-1]``, label ``[:, -1]``."""
-    N = corpus.tokens.size
-    if N < seq_len + 2:
-        raise InputError(
-            f"invalid value for 'seq_len': the corpus has {N} tokens, fewer than "
-            f"seq_len + 2 = {seq_len + 2}"
-        )
+    N = require_windows(corpus.tokens.size, seq_len)
     starts = np.random.default_rng(seed).integers(0, N - seq_len, n)
     return corpus.tokens[starts[:, None] + np.arange(seq_len + 1)[None, :]]
