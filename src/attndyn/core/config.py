@@ -67,7 +67,10 @@ class SimulationConfig(GridConfig):
 
 
 def validate(config_cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
-    """Build ``config_cls`` from ``values``; any problem becomes a one-line InputError."""
+    """Build ``config_cls`` from ``values``; any problem becomes a one-line InputError.
+
+    A model validator (a check across fields) names the field it blames by starting its message
+    with ``"field: "``; the error then reads ``invalid value for 'field': …``."""
     unknown = sorted(set(values) - set(config_cls.model_fields))
     if unknown:
         allowed = ", ".join(config_cls.model_fields)
@@ -84,6 +87,9 @@ def _one_line(exc: ValidationError) -> str:
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
+    name, sep, rest = msg.partition(": ")
+    if field == "config" and sep and name.isidentifier():
+        field, msg = name, rest  # a cross-field check names its field as "field: message"
     got = err.get("input")
     shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
     return f"invalid value for '{field}': {msg}{shown}"

@@ -1,0 +1,273 @@
+"""The potentials F of the Langevin family: models, data and the regularised loss.
+
+Reconstruction of arXiv 2605.07959 (abstract only; docs/langevin.md, "Models"):
+
+- ``attention``: f(X) = pool Σ_h softmax(X W_Q^h (W_K^h)ᵀ Xᵀ/√d_k) X W_V^h [W_O^h], X ∈ ℝ^{T×d}
+  with N(0, 1) entries; pooling mean / last token / none;
+- ``lora``: f(x) = Σ_j a_j σ(⟨(W₀ + BA)_j, x⟩), W₀ ∈ ℝ^{p×d} frozen, B ∈ ℝ^{p×r}, A ∈ ℝ^{r×d},
+  x ~ N(0, I_d);
+- L̂ = (1/2n) Σ_i ‖f(X_i) − Y_i‖², F = L̂ + (λ/2) Σ_g ‖W_g‖²_F over the trained groups;
+- test potentials: ``quadratic`` F = (λ/2)‖θ‖², ``double-well`` F = Σ_i (θ_i² − 1)² + (λ/2)‖θ‖².
+
+Weights are N(0, scale²/fan_in). A :class:`Potential` holds pure functions of (params, frozen):
+the frozen part (data, teacher labels, frozen weights) is drawn from ``data_seed`` and is the same
+for every chain, so the chains of a run sample one Gibbs measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from attndyn.models.langevin.config import LangevinConfig
+
+Params = dict[str, jax.Array]
+
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "sigmoid": jax.nn.sigmoid,
+    "tanh": jnp.tanh,
+    "softplus": jax.nn.softplus,
+}
+
+
+@dataclass(frozen=True)
+class Potential:
+    """F = L̂ + (λ/2)‖θ‖² as pure functions.
+
+    ``init(key) -> params``: the trained groups at t = 0 (one chain). ``frozen(key) -> dict``:
+    data, labels and frozen weights (same for every chain). ``empirical(params, frozen, idx)``:
+    L̂ over the samples ``idx`` (None: all n). ``lam``: λ.
+    """
+
+    init: Callable[[jax.Array], Params]
+    frozen: Callable[[jax.Array], dict[str, Any]]
+    empirical: Callable[[Params, dict[str, Any], jax.Array | None], jax.Array]
+    lam: float
+
+    def regulariser(self, params: Params) -> jax.Array:
+        """(λ/2) Σ_g ‖W_g‖²_F."""
+        return 0.5 * self.lam * sum_sq(params)
+
+    def F(self, params: Params, frozen: dict[str, Any], idx: jax.Array | None = None) -> jax.Array:
+        """F = L̂ (over ``idx``, default all samples) + (λ/2)‖θ‖²."""
+        return self.empirical(params, frozen, idx) + self.regulariser(params)
+
+
+def sum_sq(params: Params) -> jax.Array:
+    """Σ_g ‖W_g‖²_F."""
+    return sum(jnp.sum(jnp.square(w)) for w in jax.tree.leaves(params))
+
+
+def _gauss(key, shape, fan_in, scale, dtype):
+    return (scale / jnp.sqrt(fan_in)) * jax.random.normal(key, shape, dtype)
+
+
+def _squared_error(pred: jax.Array, y: jax.Array) -> jax.Array:
+    """(1/2n) Σ_i ‖pred_i − y_i‖²."""
+    return 0.5 * jnp.sum(jnp.square(pred - y)) / pred.shape[0]
+
+
+def _take(x: jax.Array, idx: jax.Array | None) -> jax.Array:
+    return x if idx is None else x[idx]
+
+
+# --- attention regression -------------------------------------------------------------------
+
+ATTENTION_GROUPS = ("Q", "K", "V", "O")
+
+
+def attention_shapes(c: LangevinConfig) -> dict[str, tuple[tuple[int, ...], int]]:
+    """Group → (shape, fan_in). W_V maps to d_v (with W_O) or straight to d_out."""
+    dv = c.d_v if c.output else c.d_out
+    shapes = {
+        "Q": ((c.heads, c.d, c.d_k), c.d),
+        "K": ((c.heads, c.d, c.d_k), c.d),
+        "V": ((c.heads, c.d, dv), c.d),
+    }
+    if c.output:
+        shapes["O"] = ((c.heads, c.d_v, c.d_out), c.d_v)
+    return shapes
+
+
+def attention_trained(c: LangevinConfig) -> tuple[str, ...]:
+    """The trained groups, in ATTENTION_GROUPS order."""
+    flags = {"Q": c.train_q, "K": c.train_k, "V": c.train_v, "O": c.output}
+    return tuple(g for g in attention_shapes(c) if flags[g])
+
+
+def attention_forward(W: Params, X: jax.Array, c: LangevinConfig) -> jax.Array:
+    """f(X) for a batch X (n, T, d): Σ_h softmax(X Q_h K_hᵀ Xᵀ/√d_k) X V_h [O_h], pooled.
+
+    Returns (n, d_out) (pooling mean or last) or (n, T, d_out) (none).
+    """
+    q = jnp.einsum("ntd,hde->nhte", X, W["Q"])
+    k = jnp.einsum("ntd,hde->nhte", X, W["K"])
+    scores = jnp.einsum("nhte,nhse->nhts", q, k) / jnp.sqrt(jnp.asarray(c.d_k, X.dtype))
+    a = jax.nn.softmax(scores, axis=-1)
+    v = jnp.einsum("ntd,hdv->nhtv", X, W["V"])
+    heads = jnp.einsum("nhts,nhsv->nhtv", a, v)
+    out = jnp.einsum("nhtv,hvo->nto", heads, W["O"]) if "O" in W else jnp.sum(heads, axis=1)
+    if c.pooling == "mean":
+        return jnp.mean(out, axis=1)
+    if c.pooling == "last":
+        return out[:, -1]
+    return out
+
+
+def attention_potential(c: LangevinConfig) -> Potential:
+    dtype = jnp.dtype(c.dtype)
+    shapes = attention_shapes(c)
+    trained = attention_trained(c)
+
+    def draw(key, scale):
+        keys = jax.random.split(key, len(shapes))
+        return {
+            g: _gauss(k, shape, fan, scale, dtype)
+            for k, (g, (shape, fan)) in zip(keys, shapes.items(), strict=True)
+        }
+
+    def frozen(key):
+        k_x, k_t, k_y, k_n, k_w = jax.random.split(key, 5)
+        X = jax.random.normal(k_x, (c.n, c.tokens, c.d), dtype)
+        teacher = draw(k_t, c.teacher_scale)
+        y_shape = attention_forward(teacher, X[:1], c).shape[1:]
+        if c.labels == "teacher":
+            Y = attention_forward(teacher, X, c)
+        else:
+            Y = jax.random.normal(k_y, (c.n, *y_shape), dtype)
+        Y = Y + c.label_noise * jax.random.normal(k_n, Y.shape, dtype)
+        fixed = {g: w for g, w in draw(k_w, c.init_scale).items() if g not in trained}
+        return {"X": X, "Y": Y, "fixed": fixed}
+
+    def init(key):
+        return {g: w for g, w in draw(key, c.init_scale).items() if g in trained}
+
+    def empirical(params, fz, idx):
+        W = {**fz["fixed"], **params}
+        return _squared_error(attention_forward(W, _take(fz["X"], idx), c), _take(fz["Y"], idx))
+
+    return Potential(init, frozen, empirical, c.lam)
+
+
+# --- LoRA on a shallow net ------------------------------------------------------------------
+
+
+def lora_forward(
+    A: jax.Array, B: jax.Array, W0: jax.Array, a: jax.Array, x: jax.Array, activation: str
+) -> jax.Array:
+    """f(x) = Σ_j a_j σ(⟨(W₀ + BA)_j, x⟩) for a batch x (n, d); returns (n,)."""
+    pre = x @ W0.T + (x @ A.T) @ B.T
+    return ACTIVATIONS[activation](pre) @ a
+
+
+def lora_potential(c: LangevinConfig) -> Potential:
+    dtype = jnp.dtype(c.dtype)
+    p, d, r = c.width, c.d, c.rank
+    r_star = c.rank if c.teacher_rank is None else c.teacher_rank
+
+    def frozen(key):
+        k_w, k_a, k_x, k_ta, k_tb, k_y, k_n = jax.random.split(key, 7)
+        W0 = _gauss(k_w, (p, d), d, 1.0, dtype)
+        a = _gauss(k_a, (p,), p, 1.0, dtype)
+        X = jax.random.normal(k_x, (c.n, d), dtype)
+        if c.labels == "teacher":
+            A_t = _gauss(k_ta, (r_star, d), d, c.teacher_scale, dtype)
+            B_t = _gauss(k_tb, (p, r_star), max(r_star, 1), 1.0, dtype)
+            Y = lora_forward(A_t, B_t, W0, a, X, c.activation)
+        else:
+            Y = jax.random.normal(k_y, (c.n,), dtype)
+        Y = Y + c.label_noise * jax.random.normal(k_n, Y.shape, dtype)
+        return {"X": X, "Y": Y, "W0": W0, "a": a}
+
+    def init(key):
+        k_a, k_b, k_o = jax.random.split(key, 3)
+        A = _gauss(k_a, (r, d), d, c.init_scale, dtype)
+        if c.lora_init == "zero-b":
+            B = jnp.zeros((p, r), dtype)
+        else:
+            B = _gauss(k_b, (p, r), r, c.init_scale, dtype)
+        params = {"A": A, "B": B}
+        if c.train_outer:
+            params["a"] = _gauss(k_o, (p,), p, c.init_scale, dtype)
+        return params
+
+    def empirical(params, fz, idx):
+        a = params.get("a", fz["a"])
+        pred = lora_forward(
+            params["A"], params["B"], fz["W0"], a, _take(fz["X"], idx), c.activation
+        )
+        return _squared_error(pred, _take(fz["Y"], idx))
+
+    return Potential(init, frozen, empirical, c.lam)
+
+
+# --- test potentials ------------------------------------------------------------------------
+
+
+def test_potential(c: LangevinConfig) -> Potential:
+    """quadratic: L̂ = 0; double-well: L̂ = Σ_i (θ_i² − 1)² (barrier 1 at θ_i = 0 when λ = 0)."""
+    dtype = jnp.dtype(c.dtype)
+
+    def frozen(key):
+        return {}
+
+    def init(key):
+        return {"theta": c.x0 + c.init_scale * jax.random.normal(key, (c.dim,), dtype)}
+
+    def empirical(params, fz, idx):
+        if c.model == "quadratic":
+            return jnp.zeros((), dtype)
+        return jnp.sum(jnp.square(jnp.square(params["theta"]) - 1.0))
+
+    return Potential(init, frozen, empirical, c.lam)
+
+
+def potential(c: LangevinConfig) -> Potential:
+    """The config's F."""
+    if c.model == "attention":
+        return attention_potential(c)
+    if c.model == "lora":
+        return lora_potential(c)
+    return test_potential(c)
+
+
+def n_params(c: LangevinConfig) -> int:
+    """p: the number of trained scalars."""
+    if c.model == "attention":
+        shapes = attention_shapes(c)
+        total = 0
+        for g in attention_trained(c):
+            size = 1
+            for n in shapes[g][0]:
+                size *= n
+            total += size
+        return total
+    if c.model == "lora":
+        return c.rank * (c.width + c.d) + (c.width if c.train_outer else 0)
+    return c.dim
+
+
+def flat_directions(c: LangevinConfig) -> int:
+    """dim of the continuous symmetry orbit of a generic minimiser of F at λ > 0 [I]
+    (docs/langevin.md, "p_eff"): O(r) for LoRA's (B, A) → (BQ, QᵀA), r(r−1)/2; per head O(d_k)
+    for (W_Q, W_K) → (W_Q R, W_K R) when both are trained, and O(d_v) for (W_V, W_O) with a
+    trained output. At λ = 0 the orbits are GL's (no Gibbs measure)."""
+    if c.model == "lora":
+        return c.rank * (c.rank - 1) // 2
+    if c.model == "attention":
+        flat = 0
+        if c.train_q and c.train_k:
+            flat += c.heads * c.d_k * (c.d_k - 1) // 2
+        if c.output and c.train_v:
+            flat += c.heads * c.d_v * (c.d_v - 1) // 2
+        return flat
+    return 0
+
+
+def effective_params(c: LangevinConfig) -> int:
+    """p_eff = p − dim(orbit): the Laplace gap is E_μF − min F ≈ s·p_eff/4 [I]."""
+    return n_params(c) - flat_directions(c)
