@@ -145,10 +145,11 @@ class LangevinConfig(SimulationConfig):
                 raise ValueError(
                     "train_v: attention must train at least one of train_q, train_k, train_v"
                 )
-        if self.teacher_rank is not None and self.teacher_rank > min(self.width, self.d):
-            raise ValueError("teacher_rank: must be at most min(width, d)")
-        if self.rank > min(self.width, self.d):
-            raise ValueError("rank: must be at most min(width, d)")
+        if self.model == "lora":  # rank, width and teacher_rank are LoRA's only
+            if self.teacher_rank is not None and self.teacher_rank > min(self.width, self.d):
+                raise ValueError("teacher_rank: must be at most min(width, d)")
+            if self.rank > min(self.width, self.d):
+                raise ValueError("rank: must be at most min(width, d)")
         if self.total_steps > 50_000_000:
             raise ValueError(
                 f"t_max: t_max / step = {self.total_steps} steps is above 5e7; raise h or lower t_max"

@@ -251,20 +251,32 @@ def n_params(c: LangevinConfig) -> int:
     return c.dim
 
 
+def _orbit_dim(k: int, frozen_vectors: int, all_vectors: int) -> int:
+    """dim of the O(k)-orbit, in the trained coordinates, of generic weights whose k-vectors
+    (rows of W_Q, W_K, W_V, B; columns of W_O, A) number ``all_vectors``, of which
+    ``frozen_vectors`` belong to frozen groups: X ∈ o(k) is admissible iff it kills the frozen
+    vectors (so frozen weights stay put), and acts trivially iff it kills them all; o(m) =
+    m(m − 1)/2 on the orthogonal complement of m = k − #vectors generic vectors."""
+
+    def o(m: int) -> int:
+        return m * (m - 1) // 2
+
+    return o(k - min(k, frozen_vectors)) - o(k - min(k, all_vectors))
+
+
 def flat_directions(c: LangevinConfig) -> int:
-    """dim of the continuous symmetry orbit of a generic minimiser of F at λ > 0 [I]
-    (docs/langevin.md, "p_eff"): O(r) for LoRA's (B, A) → (BQ, QᵀA), r(r−1)/2; per head O(d_k)
-    for (W_Q, W_K) → (W_Q R, W_K R) when both are trained, and O(d_v) for (W_V, W_O) with a
-    trained output. At λ = 0 the orbits are GL's (no Gibbs measure)."""
+    """dim of the continuous symmetry orbit of a generic point of F at λ > 0 [I]
+    (docs/langevin.md, "p_eff"): O(r) for LoRA's (B, A) → (BR, RᵀA); per head O(d_k) for
+    (W_Q, W_K) → (W_Q R, W_K R) and, with a trained output, O(d_v) for (W_V, W_O) →
+    (W_V R, RᵀW_O). A frozen group allows only the R that fix it, and R that fix every group act
+    trivially (:func:`_orbit_dim`); at d_k ≤ 2d and d_v ≤ d + d_out with Q, K, V trained this is
+    H·d_k(d_k − 1)/2 (+ H·d_v(d_v − 1)/2). At λ = 0 the orbits are GL's (no Gibbs measure)."""
     if c.model == "lora":
-        return c.rank * (c.rank - 1) // 2
+        return _orbit_dim(c.rank, 0, c.width + c.d)
     if c.model == "attention":
-        flat = 0
-        if c.train_q and c.train_k:
-            flat += c.heads * c.d_k * (c.d_k - 1) // 2
-        if c.output and c.train_v:
-            flat += c.heads * c.d_v * (c.d_v - 1) // 2
-        return flat
+        qk = _orbit_dim(c.d_k, c.d * ((not c.train_q) + (not c.train_k)), 2 * c.d)
+        vo = _orbit_dim(c.d_v, 0 if c.train_v else c.d, c.d + c.d_out) if c.output else 0
+        return c.heads * (qk + vo)
     return 0
 
 
