@@ -25,6 +25,7 @@ import numpy as np
 from attndyn.core.simulate import simulate_problem
 from attndyn.core.trainer import Problem
 from attndyn.core.updates import optimizer
+from attndyn.models.base import Benchmark
 from attndyn.models.langevin import potentials
 from attndyn.models.langevin.config import BETA_OF_S, TEST_POTENTIALS, LangevinConfig
 from attndyn.models.langevin.potentials import Potential, effective_params, n_params, potential
@@ -34,6 +35,24 @@ Config = LangevinConfig
 SUMMARY = ("F", "loss", "sq_norm", "grad_sq")
 """Observables ``attndyn simulate langevin`` prints at the final time."""
 THEORY = None
+BENCHMARKS = (
+    Benchmark(
+        "langevin",
+        "attndyn.models.langevin.bench:run_langevin_benchmark",
+        "Euler–Maruyama chains × steps/s (double well, LoRA, attention) against NumPy and "
+        "PyTorch eager loops",
+        (
+            "workload",
+            "chains",
+            "chain_steps_per_s",
+            "numpy_chain_steps_per_s",
+            "speedup_vs_numpy",
+            "reference",
+            "speedup_vs_reference",
+            "fraction_of_matmul_peak",
+        ),
+    ),
+)
 
 DATA_STREAM = 0x64617461  # "data": folded into PRNGKey(data_seed) for the frozen part
 
@@ -42,6 +61,7 @@ __all__ = [
     "Config",
     "SUMMARY",
     "THEORY",
+    "BENCHMARKS",
     "BETA_OF_S",
     "LangevinConfig",
     "Potential",
