@@ -43,9 +43,11 @@ def test_quick_benchmark_rows():
 
 
 def test_flops_per_chain_step():
-    """3 × the forward's matmul flops (module docstring of attndyn.models.langevin.bench)."""
+    """LoRA's exact trained-weight matmuls; attention 3 × its forward (bench's docstring)."""
     lora = bench.bench_config("lora")  # n 256, d 32, p 64, r 4
-    assert bench.flops_per_chain_step(lora) == 3 * 2 * 256 * (64 * 32 + 4 * 32 + 64 * 4)
+    forward = 2 * 256 * 4 * 32 + 2 * 256 * 64 * 4  # XAᵀ, (XAᵀ)Bᵀ
+    backward = 2 * 256 * 64 * 4 * 2 + 2 * 256 * 4 * 32  # δᵀu, δB, (δB)ᵀX
+    assert bench.flops_per_chain_step(lora) == forward + backward
     att = bench.bench_config("attention")  # n 64, T 8, d 8, H 2, d_k 4, W_V to d_out = 1
     head = 2 * 64 * 8 * (2 * 8 * 4 + 8 * 1) + 2 * 64 * 8**2 * (4 + 1)
     assert bench.flops_per_chain_step(att) == 3 * 2 * head

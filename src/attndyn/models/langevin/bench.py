@@ -6,7 +6,8 @@ workloads: the 1-D double well F = (x² − 1)² + (λ/2)x² (many chains), LoRA
 attention regression (float32, sde). Each is timed against a reference loop in the same run
 that does the same update for all chains at once, one Python iteration per step:
 
-- NumPy with hand-written gradients: 4x(x² − 1) + λx for the double well; the closed-form
+- NumPy (batched matmuls, so BLAS does the products) with hand-written gradients:
+  4x(x² − 1) + λx for the double well; the closed-form
   backward of f(x) = Σ_j a_j σ(⟨(W₀ + BA)_j, x⟩) for LoRA (:func:`lora_gradients`); the
   softmax-attention backward for attention (:func:`attention_gradients`);
 - for attention also PyTorch eager (autograd of Σ_chains F), with its default threads and with
@@ -14,7 +15,7 @@ that does the same update for all chains at once, one Python iteration per step:
 
 Row fields: ``chain_steps_per_s`` (chains × steps per second), ``reference_chain_steps_per_s``,
 ``speedup_vs_reference`` and ``speedup_vs_numpy``; for LoRA and attention ``gflops``: matmul
-flops per chain-step (3 × the forward's, :func:`flops_per_chain_step`) × rate, and
+flops per chain-step (:func:`flops_per_chain_step`) × rate, and
 ``fraction_of_matmul_peak`` against the 2048² float32 GEMM
 (:func:`attndyn.models.aim.bench.matmul_peak`). ``cpus_used`` (CPU seconds per wall second)
 and ``load_average_1min`` say how much of the machine the run had.
@@ -84,17 +85,17 @@ def lora_gradients(c, params: dict, frozen: dict) -> dict:
     A, B = params["A"], params["B"]
     a = params["a"] if "a" in params else np.broadcast_to(frozen["a"], (A.shape[0], W0.shape[0]))
     sigma, dsigma = _SIGMA[c.activation]
-    u = np.einsum("nd,crd->cnr", X, A)
-    z = (X @ W0.T)[None] + np.einsum("cnr,cpr->cnp", u, B)
+    u = X @ A.swapaxes(1, 2)  # batched matmuls (BLAS), chains first
+    z = (X @ W0.T)[None] + u @ B.swapaxes(1, 2)
     hidden = sigma(z)
-    r = (np.einsum("cnp,cp->cn", hidden, a) - Y[None]) / X.shape[0]
+    r = ((hidden @ a[..., None])[..., 0] - Y[None]) / X.shape[0]
     delta = r[..., None] * a[:, None, :] * dsigma(z, hidden)
     grads = {
-        "B": np.einsum("cnp,cnr->cpr", delta, u) + c.lam * B,
-        "A": np.einsum("cnp,cpr,nd->crd", delta, B, X) + c.lam * A,
+        "B": delta.swapaxes(1, 2) @ u + c.lam * B,
+        "A": (delta @ B).swapaxes(1, 2) @ X + c.lam * A,
     }
     if "a" in params:
-        grads["a"] = np.einsum("cnp,cn->cp", hidden, r) + c.lam * params["a"]
+        grads["a"] = (hidden.swapaxes(1, 2) @ r[..., None])[..., 0] + c.lam * params["a"]
     return grads
 
 
@@ -107,14 +108,13 @@ def attention_gradients(c, params: dict, frozen: dict) -> dict:
     W = {g: np.broadcast_to(w, (chains, *w.shape)) for g, w in frozen["fixed"].items()}
     W.update(params)
     scale = 1 / np.sqrt(c.d_k)
-    q = np.einsum("ntd,chde->cnhte", X, W["Q"])
-    k = np.einsum("ntd,chde->cnhte", X, W["K"])
-    S = np.einsum("cnhte,cnhse->cnhts", q, k) * scale
+    Xb = X[None, :, None]  # (1, n, 1, T, d): batched matmuls (BLAS) over chain, sample, head
+    q, k, v = (Xb @ W[g][:, None] for g in "QKV")  # (c, n, h, T, ·)
+    S = (q @ k.swapaxes(-1, -2)) * scale
     a = np.exp(S - S.max(axis=-1, keepdims=True))
     a /= a.sum(axis=-1, keepdims=True)
-    v = np.einsum("ntd,chdv->cnhtv", X, W["V"])
-    heads = np.einsum("cnhts,cnhsv->cnhtv", a, v)
-    out = np.einsum("cnhtv,chvo->cnto", heads, W["O"]) if "O" in W else heads.sum(axis=2)
+    heads = a @ v
+    out = (heads @ W["O"][:, None]).sum(axis=2) if "O" in W else heads.sum(axis=2)
     if c.pooling == "mean":
         pred = out.mean(axis=2)
     elif c.pooling == "last":
@@ -129,18 +129,20 @@ def attention_gradients(c, params: dict, frozen: dict) -> dict:
         d_out[:, :, -1] = r
     else:
         d_out = r
+    d_out = d_out[:, :, None]  # (c, n, 1, T, o), the same for every head
     grads = {}
     if "O" in W:
-        grads["O"] = np.einsum("cnhtv,cnto->chvo", heads, d_out)
-        d_heads = np.einsum("cnto,chvo->cnhtv", d_out, W["O"])
+        grads["O"] = (heads.swapaxes(-1, -2) @ d_out).sum(axis=1)
+        d_heads = d_out @ W["O"].swapaxes(-1, -2)[:, None]
     else:
-        d_heads = np.broadcast_to(d_out[:, :, None], heads.shape)
-    d_a = np.einsum("cnhtv,cnhsv->cnhts", d_heads, v)
-    d_v = np.einsum("cnhts,cnhtv->cnhsv", a, d_heads)
+        d_heads = np.broadcast_to(d_out, heads.shape)
+    d_a = d_heads @ v.swapaxes(-1, -2)
+    d_v = a.swapaxes(-1, -2) @ d_heads
     d_S = a * (d_a - np.sum(d_a * a, axis=-1, keepdims=True)) * scale
-    grads["V"] = np.einsum("ntd,cnhtv->chdv", X, d_v)
-    grads["Q"] = np.einsum("ntd,cnhts,cnhse->chde", X, d_S, k)
-    grads["K"] = np.einsum("nsd,cnhts,cnhte->chde", X, d_S, q)
+    Xt = Xb.swapaxes(-1, -2)
+    grads["V"] = (Xt @ d_v).sum(axis=1)
+    grads["Q"] = (Xt @ (d_S @ k)).sum(axis=1)
+    grads["K"] = (Xt @ (d_S.swapaxes(-1, -2) @ q)).sum(axis=1)
     return {g: grads[g] + c.lam * params[g] for g in params}
 
 
@@ -264,11 +266,13 @@ def trainer_noise(problem, carry, data_keys, steps) -> dict:
 
 
 def flops_per_chain_step(c) -> int:
-    """Matmul flops of one chain's step, 3 × the forward's (backward ≈ 2 × forward): LoRA
-    2n(pd + rd + pr); attention per head 2nT(2d d_k + d d_v) + 2nT²(d_k + d_v) (+ 2nT d_v d_out
-    with W_O); 0 for the double well."""
+    """Matmul flops of one chain's step that depend on the trained weights. LoRA, exactly:
+    forward XAᵀ and (XAᵀ)Bᵀ, backward ∇_B = δᵀu, δB and ∇_A = (δB)ᵀX, i.e. 2n(2rd + 3pr); the
+    loop-invariant XW₀ᵀ (2npd, which XLA may hoist) is not counted. Attention: 3 × the forward
+    (backward ≈ 2 × forward), per head 2nT(2d d_k + d d_v) + 2nT²(d_k + d_v) (+ 2nT d_v d_out
+    with W_O). 0 for the double well."""
     if c.model == "lora":
-        return 3 * 2 * c.n * (c.width * c.d + c.rank * c.d + c.width * c.rank)
+        return 2 * c.n * (2 * c.rank * c.d + 3 * c.width * c.rank)
     if c.model == "attention":
         dv = c.d_v if c.output else c.d_out
         per_head = 2 * c.n * c.tokens * (2 * c.d * c.d_k + c.d * dv)
