@@ -66,7 +66,7 @@ def _grad_and_fd(pot, frozen, params, eps=1e-6):
 
     def unravel(x):
         return {g: x[o : o + n].reshape(np.shape(params[g]))
-                for g, o, n in zip(names, offsets, sizes, strict=True)}  # fmt: skip
+                for g, o, n in zip(names, offsets[:-1], sizes, strict=True)}  # fmt: skip
 
     def f(x):
         return pot.F(unravel(x), frozen)
