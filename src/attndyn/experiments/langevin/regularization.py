@@ -359,7 +359,8 @@ class LangevinRegularization(Experiment):
             ax.set_yscale("log")
             ax.set_xlabel("SDE time t")
             ax.set_ylabel("Var(b_t − b_0) over chains")
-            ax.set_title(f"({'ab'[j]}) {model}: balance {BALANCE[model]}")
+            pair = "‖A‖² − ‖B‖²" if model == "lora" else "‖W_Q‖² − ‖W_K‖²"
+            ax.set_title(f"({'ab'[j]}) {model}: balance b = {pair}")
             ax.legend(frameon=False, fontsize=8)
             ax = axes[1, j]
             radii = np.asarray(r["probe_radii"])

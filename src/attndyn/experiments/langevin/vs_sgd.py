@@ -71,6 +71,7 @@ class Config(ExperimentConfig):
         "sigma", description="SGD prediction (s/4) tr Σ̂_b, or (control) the SDE's s·p_eff/4"
     )
     gd_steps: int = Field(4000, ge=10, description="GD steps to min F (then Newton steps)")
+    min_starts: int = Field(8, ge=1, description="random GD starts per scale (0, 1, 4)")
 
     @model_validator(mode="after")
     def _check(self) -> Config:
@@ -193,8 +194,9 @@ class LangevinVsSGD(Experiment):
             "s_values": [0.1, 0.025],
             "h": 0.02,
             "t_max": 16.0,
-            "burn": 6.0,
+            "burn": 8.0,
             "gd_steps": 1500,
+            "min_starts": 2,
         },
         "small": {},
         "paper": {
@@ -240,10 +242,10 @@ class LangevinVsSGD(Experiment):
         lc = runs.family_config("langevin", dict(base_values(config), dtype="float64", seeds=1))
 
         def compute():
-            found = minimiser(base_values(config), config.gd_steps)
+            found = minimiser(base_values(config), config.gd_steps, config.min_starts)
             return make_trajectory({k: [v] for k, v in found.items()}, time=np.zeros(1))
 
-        traj = ctx.compute(f"{NAME}:minimiser:{config.gd_steps}", lc, compute)
+        traj = ctx.compute(f"{NAME}:minimiser:{config.gd_steps}:{config.min_starts}", lc, compute)
         out["minimiser"] = {k: float(traj[k].values[0]) for k in traj.data_vars}
         out["minimiser"]["p_eff_hessian"] = int(out["minimiser"]["p_eff_hessian"])
         out["p_eff_formula"] = effective_params(lc)
