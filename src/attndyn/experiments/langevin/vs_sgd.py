@@ -150,7 +150,7 @@ def minimiser(values: dict[str, Any], gd_steps: int, starts_n: int = 8) -> dict[
         ends = jax.jit(
             jax.vmap(lambda x: jax.lax.fori_loop(0, gd_steps, lambda _, x: x - step * grad(x), x))
         )(starts)
-        x = ends[int(jnp.argmin(jax.vmap(F)(ends)))]
+        x = ends[int(jnp.argmin(jax.jit(jax.vmap(F))(ends)))]
         for _ in range(10):
             ev, vec = np.linalg.eigh(np.asarray(hess(x)))
             keep = np.abs(ev) > 1e-9
@@ -161,7 +161,8 @@ def minimiser(values: dict[str, Any], gd_steps: int, starts_n: int = 8) -> dict[
         def sample_loss(x, i):
             return pot.empirical(unravel(x), fz, jnp.array([i]))
 
-        G = np.asarray(jax.vmap(jax.grad(sample_loss), in_axes=(None, 0))(x, jnp.arange(lc.n)))
+        per_sample = jax.jit(jax.vmap(jax.grad(sample_loss), in_axes=(None, 0)))
+        G = np.asarray(per_sample(x, jnp.arange(lc.n)))
         return {
             "F_star": float(F(x)),
             "grad_norm": float(np.linalg.norm(grad(x))),
