@@ -37,6 +37,8 @@ PINNED: dict[str, list[str]] = {
         "collapsed-sensitivity-still-rising",
         "factorised-sensitivity-decayed",
     ],
+    "langevin-regularization": ["lora-walk", "lora-bounded", "lora-villani-grows"],
+    "langevin-vs-sgd": ["sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"],
     "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
     "focus-stages": [
         "stage1-rate",

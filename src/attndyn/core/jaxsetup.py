@@ -6,6 +6,12 @@ in BENCHMARKS.md, "Sweep wall time per executor"). JAX's on-disk cache keys on t
 across runs and processes. It goes to ``$ATTNDYN_JAX_CACHE`` (default
 ``~/.cache/attndyn/jax``); set ``ATTNDYN_JAX_CACHE=off`` to disable. A cache directory the user
 configured for JAX (``JAX_COMPILATION_CACHE_DIR``) is left alone.
+
+XLA:CPU's YNNPACK reduce/elementwise fusions (jaxlib 0.10) fail at run time on some batched
+softmax gradients ("ternary_elementwise: dimension … does not match", e.g. the langevin family's
+attention with one head, d_k = 2 and 64 chains); :func:`avoid_ynn_fusion_bug` keeps only YNNPACK's
+dot fusions unless ``XLA_FLAGS`` already sets ``xla_cpu_experimental_ynn_fusion_type``. It must
+run before JAX's first computation, so it runs when this module is imported.
 """
 
 from __future__ import annotations
@@ -14,6 +20,21 @@ import os
 from pathlib import Path
 
 import jax
+
+YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_DOT"
+
+
+def avoid_ynn_fusion_bug() -> None:
+    """Append :data:`YNN_FLAG` to ``XLA_FLAGS`` (jaxlib ≥ 0.10, flag not set by the user)."""
+    import jaxlib
+
+    version = tuple(int(p) for p in jaxlib.__version__.split(".")[:2] if p.isdigit())
+    flags = os.environ.get("XLA_FLAGS", "")
+    if version >= (0, 10) and "xla_cpu_experimental_ynn_fusion_type" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {YNN_FLAG}".strip()
+
+
+avoid_ynn_fusion_bug()
 
 
 def enable_compilation_cache() -> str | None:

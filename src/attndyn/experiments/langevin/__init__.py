@@ -1,0 +1,1 @@
+"""Experiments of the langevin family (arXiv 2605.07959, reconstruction: docs/langevin.md)."""

@@ -1,0 +1,395 @@
+"""``langevin-vs-sgd`` (arXiv 2605.07959, reconstruction: docs/langevin.md; digest check T8):
+minibatch SGD at learning rate s and the SDE dΘ = −∇F dt + √s dW (Shi, Su & Jordan, arXiv
+2004.06977) reach the same plateau to leading order in s.
+
+Linearised at a minimiser θ* with Hessian H (docs/langevin.md, "SGD against the SDE"):
+
+- SDE: the stationary covariance solves HC + CH = s·I, so E F − F* ≈ ½ tr(HC) = s·p_eff/4;
+- SGD θ ← θ − s(∇F + ξ), Cov ξ = Σ_b (the minibatch gradient covariance at θ*, Σ_b = Σ₁/b for
+  b samples drawn with replacement): C = (I − sH) C (I − sH) + s²Σ_b, i.e.
+  HC + CH − sHCH = sΣ_b, so E F − F* ≈ ¼ tr(HC + CH) = (s/4) tr Σ_b + O(s²).
+
+Both plateaus tend to F* = min F as s → 0 (the leading order, which is what "mimics" means),
+but their O(s) coefficients agree only when tr Σ_b ≈ p_eff: SGD's noise is anisotropic (and,
+for LoRA at an adapter-free minimiser A = B = 0, zero in the adapter's directions).
+
+Model (default): LoRA on a shallow tanh net with the outer layer trained, random labels (so the
+per-sample gradients do not vanish at θ*), λ = 0.3, batch 1. F* and θ* by gradient descent plus
+Newton steps in float64; Σ̂₁ from the n per-sample gradients at θ*.
+
+Claims (``seeds`` chains per (method, s); plateau = per-chain time average of F over
+t ≥ ``burn``; gap = plateau − F*; docs/claims/langevin-vs-sgd.md):
+- ``sde-gap-linear`` / ``sgd-gap-linear``: least-squares log–log slope of the mean gap against s
+  over ``s_values``, percentile bootstrap over chains within each s, in [1/2, 3/2] (a gap ∝ s:
+  between 0, a plateau that does not reach F*, and 2, a second-order gap);
+- ``sde-gap-theory``: SDE gap at the smallest s over s·p_eff/4, Student-t interval, in [1/2, 2];
+- ``sgd-gap-theory``: SGD gap at the smallest s over (s/4) tr Σ̂_b, in [1/2, 2].
+
+Negative controls: ``sgd-lr-x4`` (SGD run at learning rate 4s, compared with the predictions at
+s: ``sgd-gap-theory`` fails, ratio ≈ 4); ``isotropic-sgd-theory`` (SGD predicted with the SDE's
+isotropic s·p_eff/4, the assumption that SGD noise is the SDE's: ``sgd-gap-theory`` fails).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
+from attndyn.report.figures import save_figure
+
+NAME = "langevin-vs-sgd"
+SLOPE_BAND = (0.5, 1.5)  # gap ∝ s^1: midway to 0 (no convergence) and to 2 (second order)
+THEORY_BAND = 2.0  # a first-order prediction, to within a factor 2 either way
+METHODS = ("sde", "sgd")
+
+
+class Config(ExperimentConfig):
+    seeds: int = Field(32, ge=4, description="chains per (method, s)")
+    s_values: list[float] = Field(
+        [0.1, 0.05, 0.025], min_length=2, description="temperatures / learning rates (decreasing)"
+    )
+    lam: float = Field(0.3, gt=0, description="Frobenius regularisation λ")
+    batch: int = Field(1, ge=1, description="SGD minibatch size b")
+    h: float = Field(0.01, gt=0, description="SDE Euler–Maruyama step")
+    t_max: float = Field(30.0, gt=0, description="SDE time of every run")
+    burn: float = Field(10.0, ge=0, description="plateau average over t ≥ burn")
+    records: int = Field(61, ge=8)
+    n: int = Field(64, ge=2)
+    width: int = Field(16, ge=2)
+    d: int = Field(8, ge=2)
+    rank: int = Field(2, ge=1)
+    labels: Literal["teacher", "random"] = Field("random")
+    train_outer: bool = Field(True)
+    init_scale: float = Field(0.5, gt=0, description="chains start near the adapter-free point")
+    sgd_lr_factor: float = Field(1.0, gt=0, description="control: SGD at learning rate factor·s")
+    sgd_theory: Literal["sigma", "isotropic"] = Field(
+        "sigma", description="SGD prediction (s/4) tr Σ̂_b, or (control) the SDE's s·p_eff/4"
+    )
+    gd_steps: int = Field(4000, ge=10, description="GD steps to min F (then Newton steps)")
+    min_starts: int = Field(8, ge=1, description="random GD starts per scale (0, 1, 4)")
+
+    @model_validator(mode="after")
+    def _check(self) -> Config:
+        s = self.s_values
+        if any(b >= a for a, b in zip(s, s[1:], strict=False)):
+            raise ValueError(f"s_values: must decrease strictly (got {s})")
+        if self.burn >= self.t_max:
+            raise ValueError("burn: must be below t_max")
+        return self
+
+
+def base_values(config: Config) -> dict[str, Any]:
+    return dict(
+        model="lora",
+        lam=config.lam,
+        n=config.n,
+        width=config.width,
+        d=config.d,
+        rank=config.rank,
+        labels=config.labels,
+        train_outer=config.train_outer,
+        init_scale=config.init_scale,
+        activation="tanh",
+    )
+
+
+def sim_values(config: Config, method: str, s: float) -> dict[str, Any]:
+    values = dict(
+        base_values(config),
+        t_max=config.t_max,
+        records=config.records,
+        grid="linear",
+        seeds=config.seeds,
+        seed=config.seed,
+    )
+    if method == "sde":
+        return dict(values, dynamics="sde", s=s, h=config.h)
+    return dict(values, dynamics="sgd", s=s * config.sgd_lr_factor, batch=config.batch)
+
+
+def minimiser(values: dict[str, Any], gd_steps: int, starts_n: int = 8) -> dict[str, Any]:
+    """min F: gradient descent from ``starts_n`` random inits at scales 0 (the origin), 1 and 4
+    (the lowest end kept), then Newton steps on the
+    non-flat eigenspace (float64); the Hessian spectrum and tr Σ̂₁ = (1/n) Σ_i ‖∇ℓ_i − ∇L̂‖² at
+    θ*, the per-sample gradient covariance (Σ̂_b = Σ̂₁/b with replacement)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from attndyn import runs
+    from attndyn.models.langevin import frozen_part
+    from attndyn.models.langevin.potentials import potential
+
+    lc = runs.family_config("langevin", dict(values, dtype="float64", seeds=1, init_scale=1.0))
+    with jax.enable_x64(True):
+        key0 = jax.random.PRNGKey(12345)
+        pot = potential(lc)
+        # the simulations' data (drawn in their float32; JAX's draws depend on the dtype), in
+        # float64 for the minimisation
+        lc32 = runs.family_config("langevin", dict(values, dtype="float32", seeds=1))
+        fz = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), frozen_part(lc32))
+        _, unravel = ravel_pytree(pot.init(jax.random.PRNGKey(0)))
+        starts = jnp.stack(
+            [
+                ravel_pytree(pot.init(k))[0] * scale
+                for k in jax.random.split(key0, starts_n)
+                for scale in (0.0, 1.0, 4.0)
+            ]
+        )
+
+        def F(x):
+            return pot.F(unravel(x), fz)
+
+        grad, hess = jax.jit(jax.grad(F)), jax.jit(jax.hessian(F))
+        step = 0.5 / max(1.0, float(np.linalg.eigvalsh(np.asarray(hess(starts[1])))[-1]))
+        ends = jax.jit(
+            jax.vmap(lambda x: jax.lax.fori_loop(0, gd_steps, lambda _, x: x - step * grad(x), x))
+        )(starts)
+        x = ends[int(jnp.argmin(jax.jit(jax.vmap(F))(ends)))]
+        for _ in range(10):
+            ev, vec = np.linalg.eigh(np.asarray(hess(x)))
+            keep = np.abs(ev) > 1e-9
+            g = np.asarray(grad(x))
+            x = x - vec[:, keep] @ ((vec[:, keep].T @ g) / ev[keep])
+        ev = np.linalg.eigvalsh(np.asarray(hess(x)))
+
+        def sample_loss(x, i):
+            return pot.empirical(unravel(x), fz, jnp.array([i]))
+
+        per_sample = jax.jit(jax.vmap(jax.grad(sample_loss), in_axes=(None, 0)))
+        G = np.asarray(per_sample(x, jnp.arange(lc.n)))
+        return {
+            "F_star": float(F(x)),
+            "grad_norm": float(np.linalg.norm(grad(x))),
+            "theta_norm": float(np.linalg.norm(x)),
+            "eig_min": float(ev[0]),
+            "eig_max": float(ev[-1]),
+            "p_eff_hessian": int(np.sum(np.abs(ev) > 1e-6 * abs(ev[-1]))),
+            "tr_sigma1": float(np.mean(np.sum((G - G.mean(axis=0)) ** 2, axis=1))),
+        }
+
+
+def _loglog_slope(s: np.ndarray, *gaps: np.ndarray) -> float:
+    means = np.array([g.mean() for g in gaps])
+    if np.any(means <= 0):
+        return float("nan")
+    return float(np.polyfit(np.log(s), np.log(means), 1)[0])
+
+
+class LangevinVsSGD(Experiment):
+    name = NAME
+    description = (
+        "arXiv 2605.07959 (reconstruction): minibatch SGD at lr s and the SDE at temperature s "
+        "reach min F at the same (first) order in s; their O(s) gaps are (s/4) tr Σ_b and "
+        "s·p_eff/4"
+    )
+    Config = Config
+    presets = {
+        "tiny": {
+            "seeds": 16,
+            "s_values": [0.1, 0.025],
+            "h": 0.02,
+            "t_max": 16.0,
+            "burn": 8.0,
+            "gd_steps": 1500,
+            "min_starts": 2,
+        },
+        "small": {},
+        "paper": {
+            "seeds": 128,
+            "s_values": [0.1, 0.05, 0.025, 0.0125],
+            "h": 0.005,
+            "t_max": 60.0,
+            "burn": 15.0,
+            "n": 256,
+            "width": 64,
+            "d": 16,
+            "rank": 4,
+        },
+    }
+    controls = {
+        "sgd-lr-x4": Control(
+            {"sgd_lr_factor": 4.0},
+            ("sgd-gap-theory",),
+            "SGD run at learning rate 4s but compared with the predictions at s: its gap is "
+            "≈ 4× (s/4) tr Σ̂_b",
+        ),
+        "isotropic-sgd-theory": Control(
+            {"sgd_theory": "isotropic"},
+            ("sgd-gap-theory",),
+            "SGD's gap predicted by the SDE's s·p_eff/4, as if minibatch noise were isotropic "
+            "with covariance s·I: tr Σ̂_b ≪ p_eff here",
+        ),
+    }
+
+    def claim_names(self, config: Config) -> list[str]:
+        return ["sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"]
+
+    def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
+        from attndyn.models.langevin.potentials import effective_params
+
+        out: dict[str, Any] = {"sims": {}}
+        for method in METHODS:
+            for s in config.s_values:
+                out["sims"][(method, s)] = ctx.simulate("langevin", **sim_values(config, method, s))
+        from attndyn import runs
+        from attndyn.core.trajectory import make_trajectory
+
+        lc = runs.family_config("langevin", dict(base_values(config), dtype="float64", seeds=1))
+
+        def compute():
+            found = minimiser(base_values(config), config.gd_steps, config.min_starts)
+            return make_trajectory({k: [v] for k, v in found.items()}, time=np.zeros(1))
+
+        traj = ctx.compute(f"{NAME}:minimiser:{config.gd_steps}:{config.min_starts}", lc, compute)
+        out["minimiser"] = {k: float(traj[k].values[0]) for k in traj.data_vars}
+        out["minimiser"]["p_eff_hessian"] = int(out["minimiser"]["p_eff_hessian"])
+        out["p_eff_formula"] = effective_params(lc)
+        return out
+
+    def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+        mn = results["minimiser"]
+        F_star, p_eff = mn["F_star"], mn["p_eff_hessian"]
+        tr_sigma_b = mn["tr_sigma1"] / config.batch
+        s_arr = np.asarray(config.s_values)
+        m: dict[str, Any] = {
+            **mn,
+            "p_eff": p_eff,
+            "p_eff_formula": results["p_eff_formula"],
+            "tr_sigma_b": tr_sigma_b,
+            "diverged": 0,
+            "gaps": {},
+            "curves": {},
+        }
+        per_chain: dict[str, list[np.ndarray]] = {meth: [] for meth in METHODS}
+        for (meth, s), tr in results["sims"].items():
+            m["diverged"] += int(tr["diverged"].values.sum())
+            F, t = tr["F"].values, tr["time"].values
+            gap = F[:, t >= config.burn].mean(axis=1) - F_star
+            per_chain[meth].append(gap)
+            m["gaps"][f"{meth}:{s:g}"] = mean_ci(gap)
+            m["curves"][f"{meth}:{s:g}"] = (t.tolist(), (F.mean(axis=0) - F_star).tolist())
+        for meth in METHODS:
+            m[f"{meth}_slope"] = bootstrap_ci(per_chain[meth], lambda *g: _loglog_slope(s_arr, *g))
+        s_min = config.s_values[-1]
+        sde_pred = s_min * p_eff / 4
+        sgd_coef = p_eff if config.sgd_theory == "isotropic" else tr_sigma_b
+        sgd_pred = s_min * sgd_coef / 4
+        m["sde_pred"], m["sgd_pred"] = sde_pred, sgd_pred
+        m["sde_ratio"] = m["gaps"][f"sde:{s_min:g}"].map(lambda x: x / sde_pred)
+        m["sgd_ratio"] = m["gaps"][f"sgd:{s_min:g}"].map(lambda x: x / sgd_pred)
+        m["sgd_over_sde"] = bootstrap_ci(
+            [per_chain["sgd"][-1], per_chain["sde"][-1]],
+            lambda a, b: float(np.mean(a) / np.mean(b)),
+        )
+        return m
+
+    def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
+        return [
+            Check.compare("diverged chains", m["diverged"], "==", 0),
+            Check.compare("‖∇F(θ*)‖", m["grad_norm"], "<=", 1e-6),
+            Check.compare("smallest Hessian eigenvalue at θ*", m["eig_min"], ">=", -1e-6),
+        ]
+
+    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
+        s_min = config.s_values[-1]
+        lo, hi = SLOPE_BAND
+        out = []
+        for meth in METHODS:
+            gaps = ", ".join(f"{m['gaps'][f'{meth}:{s:g}'].value:.4g}" for s in config.s_values)
+            lr = (
+                f" (learning rate {config.sgd_lr_factor:g}·s)"
+                if meth == "sgd" and config.sgd_lr_factor != 1
+                else ""
+            )
+            out.append(
+                Claim.between(
+                    f"{meth}-gap-linear",
+                    f"{meth}{lr}: plateau − min F = {gaps} at s = {config.s_values} "
+                    f"({config.seeds} chains each, F* = {m['F_star']:.5g}); value: log–log slope",
+                    m[f"{meth}_slope"],
+                    lo,
+                    hi,
+                )
+            )
+        out.append(
+            Claim.between(
+                "sde-gap-theory",
+                f"SDE gap at s = {s_min:g} over s·p_eff/4 = {m['sde_pred']:.4g} (p_eff = "
+                f"{m['p_eff']})",
+                m["sde_ratio"],
+                1 / THEORY_BAND,
+                THEORY_BAND,
+            )
+        )
+        what = (
+            f"s·p_eff/4 (control: isotropic) = {m['sgd_pred']:.4g}"
+            if config.sgd_theory == "isotropic"
+            else f"(s/4) tr Σ̂_b = {m['sgd_pred']:.4g} (tr Σ̂_b = {m['tr_sigma_b']:.4g}, "
+            f"b = {config.batch})"
+        )
+        out.append(
+            Claim.between(
+                "sgd-gap-theory",
+                f"SGD gap at s = {s_min:g} over {what}; SGD/SDE gap ratio "
+                f"{m['sgd_over_sde'].value:.3g} against tr Σ̂_b/p_eff = "
+                f"{m['tr_sigma_b'] / m['p_eff']:.3g}",
+                m["sgd_ratio"],
+                1 / THEORY_BAND,
+                THEORY_BAND,
+            )
+        )
+        return out
+
+    def summary(self, m: dict[str, Any]) -> dict[str, Any]:
+        from attndyn.core.serial import json_safe
+
+        def iv(x):
+            return (
+                {"value": x.value, "low": x.low, "high": x.high} if isinstance(x, Interval) else x
+            )
+
+        out = {k: iv(v) for k, v in m.items() if k not in ("gaps", "curves")}
+        out["gaps"] = {k: iv(v) for k, v in m["gaps"].items()}
+        return json_safe(out)
+
+    def figure(self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path):
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        ax = axes[0]
+        for i, s in enumerate(config.s_values):
+            for meth, ls in (("sde", "-"), ("sgd", "--")):
+                t, g = m["curves"][f"{meth}:{s:g}"]
+                ax.plot(t, g, ls, color=f"C{i}", label=f"{meth.upper()} s = {s:g}")
+        ax.axvline(config.burn, color="0.6", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_xlabel("SDE time t (SGD: k·s)")
+        ax.set_ylabel("E F − min F")
+        ax.set_title("(a) approach to the plateau")
+        ax.legend(frameon=False, fontsize=7, ncol=2)
+        ax = axes[1]
+        s = np.asarray(config.s_values)
+        for meth, mk in (("sde", "o"), ("sgd", "s")):
+            g = [m["gaps"][f"{meth}:{x:g}"] for x in config.s_values]
+            ax.errorbar(
+                s,
+                [x.value for x in g],
+                yerr=[[x.value - x.low for x in g], [x.high - x.value for x in g]],
+                fmt=mk,
+                label=f"{meth.upper()} plateau − min F",
+            )
+        ax.plot(s, s * m["p_eff"] / 4, "k--", label="s·p_eff/4 (SDE)")
+        ax.plot(s, s * m["tr_sigma_b"] / 4, "k:", label="(s/4) tr Σ̂_b (SGD)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("s (temperature / learning rate)")
+        ax.set_title("(b) both gaps ∝ s, different coefficients")
+        ax.legend(frameon=False, fontsize=8)
+        fig.tight_layout()
+        return save_figure(fig, path)
