@@ -38,6 +38,13 @@ PINNED: dict[str, list[str]] = {
         "factorised-sensitivity-decayed",
     ],
     "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
+    "langevin-plateau": [
+        "converges-lora",
+        "plateau-reached-lora",
+        "plateau-falls-lora",
+        "laplace-lora",
+    ],
+    "langevin-size": ["converges", "plateau-reached", "gap-matches-size", "gap-slope"],
     "focus-stages": [
         "stage1-rate",
         "attention-frozen",
