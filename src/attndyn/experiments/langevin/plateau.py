@@ -76,6 +76,8 @@ class Common(ExperimentConfig):
 
 
 class Config(Common):
+    t_max: float = Field(60.0, gt=0, description="SDE time of each run")
+    records: int = Field(121, ge=10, description="record points (linear grid)")
     models: list[Literal["attention", "lora"]] = Field(
         list(MODELS), min_length=1, description="potentials"
     )
@@ -269,8 +271,8 @@ class LangevinPlateau(Experiment):
         "paper": {
             "seeds": 64,
             "s_grid": [0.8, 0.4, 0.2, 0.1, 0.05],
-            "t_max": 40.0,
-            "records": 81,
+            "t_max": 120.0,
+            "records": 241,
             "gd_starts": 16,
             "gd_steps": 400,
         },

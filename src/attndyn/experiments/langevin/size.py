@@ -46,6 +46,9 @@ NAME = "langevin-size"
 class Config(Common):
     seeds: int = Field(16, ge=2, description="chains per run (the same seeds at every size)")
     h: float = Field(0.02, gt=0, description="Euler–Maruyama step")
+    gd_starts: int = Field(
+        3, ge=1, description="Newton starts for min F (langevin-plateau checks basins)"
+    )
     sizes: list[tuple[int, int]] = Field(
         [(16, 1), (16, 2), (64, 2), (256, 2)],
         min_length=2,
