@@ -9,7 +9,12 @@ these functions.
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from attndyn.models.langevin.config import LangevinConfig
 
 
 def time_average(values: np.ndarray, times: np.ndarray, t_from: float) -> np.ndarray:
@@ -45,3 +50,136 @@ def laplace_gap(s: float, p_eff: int) -> float:
     minimiser, so E(F − F*) ≈ ½ tr(H · (s/2)H⁻¹) = s·p/4; flat (symmetry) directions of an
     orbit of minimisers carry no energy (docs/langevin.md, "p_eff")."""
     return s * p_eff / 4.0
+
+
+def relaxation_rate(
+    times: np.ndarray, mean_curve: np.ndarray, plateau: float, floor: float
+) -> float:
+    """λ of the fit log|m(t) − plateau| ≈ c − λt over the first stretch where the excess keeps
+    the sign it has at t = 0 and |m(t) − plateau| > floor: :func:`exponential_rate` for an
+    approach from either side (E F rises to the plateau from a small start, e.g. LoRA's B = 0).
+    NaN when fewer than three points qualify."""
+    excess = np.asarray(mean_curve, dtype=float) - plateau
+    sign = 1.0 if excess[0] >= 0 else -1.0
+    return exponential_rate(times, plateau + sign * excess, plateau, floor)
+
+
+def window_change(values: np.ndarray, times: np.ndarray, t_from: float) -> float:
+    """The change of the ensemble mean of ``values`` (seed, time) over the window t ≥ t_from,
+    b·(t_end − t_from) with b the least-squares slope of the mean curve there: zero (within
+    noise) once the plateau is reached, the remaining relaxation otherwise."""
+    t = np.asarray(times, dtype=float)
+    mask = t >= t_from
+    if mask.sum() < 2:
+        raise ValueError(f"fewer than two record points at time >= {t_from:g}")
+    slope, _ = np.polyfit(t[mask], np.mean(np.asarray(values)[:, mask], axis=0), 1)
+    return float(slope * (t[mask][-1] - t[mask][0]))
+
+
+def em_gap_factor(eigenvalues: np.ndarray, h: float, n_flat: int) -> float:
+    """Euler–Maruyama's stationary gap of the Gaussian (Laplace) approximation over s·p_eff/4.
+
+    Along a Hessian eigendirection of curvature H_i, EM with step h is the AR(1) chain
+    x ← (1 − hH_i)x + √(sh) ξ, whose stationary variance is s/(2H_i(1 − hH_i/2)), so
+    E[½H_i x²] = s/(4(1 − hH_i/2)) (exact for the quadratic; the O(h) bias of EM). The
+    ``n_flat`` eigenvalues smallest in modulus (the symmetry orbit) carry no energy. Returns
+    (1/p_eff) Σ_i 1/(1 − hH_i/2) over the others: 1 + h·mean(H)/2 + O(h²)."""
+    ev = np.asarray(eigenvalues, dtype=float)
+    ev = ev[np.argsort(np.abs(ev))][n_flat:]
+    if np.any(h * ev >= 2):
+        return float("inf")  # EM is unstable along the stiffest direction
+    return float(np.mean(1.0 / (1.0 - 0.5 * h * ev)))
+
+
+def minimise(
+    config: LangevinConfig, seeds, steps: int, step: float
+) -> tuple[np.ndarray, np.ndarray, dict]:
+    """min F by deterministic gradient descent θ ← θ − η∇F (the s = 0 dynamics) from the
+    chains' initial law, one start per seed (keys PRNGKey(seed), independent of the chains').
+
+    Returns (F, ‖∇F‖², params) at the end of each start: arrays over seeds and the parameter
+    tree with a leading seed axis. Several starts show whether GD finds one minimum or several
+    (other basins, or saddles not yet left)."""
+    from attndyn.models.langevin import frozen_part
+    from attndyn.models.langevin.potentials import potential
+
+    with jax.enable_x64(config.dtype == "float64"):
+        pot = potential(config)
+        frozen = frozen_part(config, pot)
+        keys = jnp.stack([jax.random.PRNGKey(int(k)) for k in seeds])
+        grad = jax.grad(pot.F)
+
+        def descend(params):
+            def body(_, p):
+                g = grad(p, frozen)
+                return jax.tree.map(lambda w, gw: w - step * gw, p, g)
+
+            return jax.lax.fori_loop(0, steps, body, params)
+
+        params = jax.jit(jax.vmap(descend))(jax.vmap(pot.init)(keys))
+        F, g = jax.vmap(jax.value_and_grad(pot.F), in_axes=(0, None))(params, frozen)
+        g_sq = jax.vmap(lambda t: sum(jnp.sum(jnp.square(w)) for w in jax.tree.leaves(t)))(g)
+        return np.asarray(F), np.asarray(g_sq), jax.device_get(params)
+
+
+def hessian_eigenvalues(config: LangevinConfig, params: dict) -> np.ndarray:
+    """Eigenvalues (ascending) of ∇²F at one parameter tree ``params`` (no seed axis), all p of
+    them: at a minimiser, p − p_eff of them vanish along the symmetry orbit
+    (:func:`attndyn.models.langevin.potentials.flat_directions`) and the others are positive
+    when the minimiser is nondegenerate."""
+    from attndyn.models.langevin import frozen_part
+    from attndyn.models.langevin.potentials import potential
+
+    with jax.enable_x64(config.dtype == "float64"):
+        pot = potential(config)
+        frozen = frozen_part(config, pot)
+        flat, unravel = ravel_pytree(jax.tree.map(jnp.asarray, params))
+        H = jax.jit(jax.hessian(lambda x: pot.F(unravel(x), frozen)))(flat)
+        H = np.asarray(H, dtype=np.float64)
+    return np.linalg.eigvalsh(0.5 * (H + H.T))
+
+
+def minimise_newton(
+    config: LangevinConfig, seeds, iterations: int = 200, tol: float = 1e-20
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """min F by damped Newton (Levenberg–Marquardt) steps θ ← θ − (H + μI)⁻¹∇F from one start
+    per seed (the chains' initial law, keys PRNGKey(seed)): μ shrinks after a step that lowers F
+    and grows otherwise, and H + μI is kept positive, so every accepted step descends and the
+    iteration converges to a minimum (not a saddle), quadratically once μ → 0; the symmetry
+    orbit's zero eigenvalues need no special care (μ > 0 there).
+
+    Returns (F, ‖∇F‖² per start, Hessian eigenvalues (ascending) at the best start)."""
+    from attndyn.models.langevin import frozen_part
+    from attndyn.models.langevin.potentials import potential
+
+    with jax.enable_x64(config.dtype == "float64"):
+        pot = potential(config)
+        frozen = frozen_part(config, pot)
+        _, unravel = ravel_pytree(pot.init(jax.random.PRNGKey(0)))
+
+        def f(x):
+            return pot.F(unravel(x), frozen)
+
+        vgh = jax.jit(lambda x: (f(x), jax.grad(f)(x), jax.hessian(f)(x)))
+        results = []
+        for seed in seeds:
+            x = ravel_pytree(pot.init(jax.random.PRNGKey(int(seed))))[0]
+            dtype = x.dtype
+            F, g, H = (np.asarray(a, dtype=np.float64) for a in vgh(x))
+            mu = 1.0
+            for _ in range(iterations):
+                if float(g @ g) < tol or mu > 1e12:  # converged, or at the precision floor
+                    break
+                lam, V = np.linalg.eigh(0.5 * (H + H.T))
+                shift = mu + max(0.0, -float(lam[0]))
+                step = V @ ((V.T @ g) / (lam + shift))
+                y = jnp.asarray(np.asarray(x, dtype=np.float64) - step, dtype=dtype)
+                F_new, g_new, H_new = (np.asarray(a, dtype=np.float64) for a in vgh(y))
+                if F_new < F:  # strict: at the precision floor μ grows and the loop ends
+                    x, F, g, H, mu = y, F_new, g_new, H_new, mu / 4
+                else:
+                    mu *= 8
+            results.append((float(F), float(g @ g), H))
+        best = int(np.argmin([r[0] for r in results]))
+        eig = np.linalg.eigvalsh(0.5 * (results[best][2] + results[best][2].T))
+        return np.array([r[0] for r in results]), np.array([r[1] for r in results]), eig
