@@ -230,19 +230,13 @@ def gibbs_cdf(x, s: float, lam: float = 0.0, points: int = 200_001):
     return np.interp(x, nodes, cdf / cdf[-1], left=0.0, right=1.0)
 
 
-def em_stationary_mean(fn, s: float, h: float, lam: float = 0.0, nodes: int = 1500) -> float:
-    """E fn under the stationary law of the Euler–Maruyama chain x ← x − h f'(x) + √(sh) ξ:
-    the Perron vector of its Gaussian transition kernel on ``nodes`` points of [−L − 0.3, L + 0.3]
-    (Nyström), found by power iteration kept symmetric (the kernel preserves x ↦ −x; the slow odd
-    mode of the double well then never enters). The difference to :func:`gibbs_mean` is the
-    discretisation bias of the invariant measure, O(h) for Euler–Maruyama (Talay & Tubaro,
-    Stoch. Anal. Appl. 8, 483 (1990))."""
-    L = half_width(s, lam) + 0.3
-    y = np.linspace(-L, L, nodes)
-    mean = y - h * df(y, lam)
-    sd = math.sqrt(s * h)
-    K = np.exp(-0.5 * np.square((y[:, None] - mean[None, :]) / sd))
-    K /= K.sum(axis=0, keepdims=True)
+def em_stationary(s: float, h: float, lam: float = 0.0, nodes: int = 0):
+    """(nodes y, probabilities q) of the stationary law of the Euler–Maruyama chain
+    x ← x − h f'(x) + √(sh) ξ: the Perron vector of its Gaussian transition kernel on [−L − 0.3,
+    L + 0.3] (Nyström, :func:`_em_kernel`), found by power iteration kept symmetric (the kernel
+    preserves x ↦ −x; the slow odd mode of the double well then never enters). It differs from
+    μ_s by O(h) for Euler–Maruyama (Talay & Tubaro, Stoch. Anal. Appl. 8, 483 (1990))."""
+    y, K = _em_kernel(s, h, lam, nodes)
     p = np.exp(-2.0 * (f(y, lam) - _f_min(lam)) / s)
     p /= p.sum()
     for _ in range(100_000):
@@ -252,4 +246,43 @@ def em_stationary_mean(fn, s: float, h: float, lam: float = 0.0, nodes: int = 15
         if np.max(np.abs(q - p)) < 1e-15:
             break
         p = q
+    return y, q
+
+
+def em_stationary_mean(fn, s: float, h: float, lam: float = 0.0, nodes: int = 0) -> float:
+    """E fn under :func:`em_stationary`; minus :func:`gibbs_mean` it is the EM bias."""
+    y, q = em_stationary(s, h, lam, nodes)
     return float(q @ np.asarray(fn(y), dtype=float))
+
+
+def em_ks_distance_abs(s: float, h: float, lam: float = 0.0) -> float:
+    """sup_y |P_EM(|X| ≤ y) − P_μ(|X| ≤ y)|: the Kolmogorov distance of |X| between the EM
+    chain's stationary law and μ_s (what a KS test of |X| against μ_s can detect of the EM
+    bias); the EM law's distribution function is taken at the midpoints between its nodes."""
+    y, q = em_stationary(s, h, lam)
+    order = np.argsort(np.abs(y), kind="stable")
+    a, below = np.abs(y)[order], np.cumsum(q[order])  # P(|X| ≤ a_k) at the sorted nodes
+    keep = np.append(a[1:] > a[:-1] + 1e-12, True)  # the last of each tied pair ±y
+    a, below = a[keep], below[keep]
+    edges = a + 0.5 * (y[1] - y[0])
+    return float(np.max(np.abs(below - (2.0 * gibbs_cdf(edges, s, lam) - 1.0))))
+
+
+def _em_kernel(s: float, h: float, lam: float, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes y and the column-stochastic kernel K[j, i] ∝ N(y_j; y_i − h f'(y_i), s h);
+    ``nodes`` = 0: three per kernel width √(sh) (at least 200)."""
+    L = half_width(s, lam) + 0.3
+    nodes = nodes or max(200, int(math.ceil(6.0 * L / math.sqrt(s * h))))
+    y = np.linspace(-L, L, nodes)
+    mean = y - h * df(y, lam)
+    K = np.exp(-0.5 * np.square((y[:, None] - mean[None, :]) / math.sqrt(s * h)))
+    return y, K / K.sum(axis=0, keepdims=True)
+
+
+def em_relaxation_rate(s: float, h: float, lam: float = 0.0, nodes: int = 0) -> float:
+    """−log(μ₁)/h, μ₁ the second largest eigenvalue of the Euler–Maruyama kernel of
+    :func:`em_stationary_mean` (its slowest, odd mode): the rate at which E X of the chain
+    decays, against the SDE's λ_s."""
+    _, K = _em_kernel(s, h, lam, nodes)
+    mu = np.sort(np.abs(np.linalg.eigvals(K)))[::-1]
+    return -math.log(float(mu[1])) / h
