@@ -73,7 +73,7 @@ def key(s: float) -> str:
 
 
 class Config(ExperimentConfig):
-    seeds: int = Field(1000, ge=2, le=4096, description="chains of the stationary runs")
+    seeds: int = Field(1000, ge=2, le=4096, description="chains per run")
     temps: list[float] = Field([1.0, 0.5, 0.2], min_length=1, description="s of the Gibbs checks")
     h: float = Field(0.005, gt=0, le=0.05, description="EM step of the double-well runs")
     dim: int = Field(
@@ -234,7 +234,7 @@ class LangevinGibbs(Experiment):
             "every chain runs at 1.25·s (noise √(1.25 s)) while the references stay at s: E F "
             "is ~25 % high, the histogram too wide, the barrier crossed e^{2ΔF(1/s − 1/1.25s)} "
             "times faster",
-        ),  # fmt: skip
+        ),
         "wrong-exponent": Control(
             {"gibbs_exponent": 1.0},
             (
@@ -251,7 +251,7 @@ class LangevinGibbs(Experiment):
             "the references use μ ∝ exp(−F/s) (the Langevin convention exp(−βF) read with "
             "β = 1/s instead of 2/s): E_μF, the histogram, λ_s and the Kramers slope −ΔF of "
             "temperature 2s",
-        ),  # fmt: skip
+        ),
     }
 
     def claim_names(self, config: Config) -> list[str]:
@@ -561,7 +561,7 @@ class LangevinGibbs(Experiment):
                     fmt="o", label="measured (95% CI)")  # fmt: skip
         fine = np.linspace(inv.min() * 0.9, inv.max() * 1.1, 50)
         ax.plot(inv, [m["gap_exact"][key(s)] for s in config.rate_temps], "k^", label="gap λ_s")
-        ax.plot(fine, [kr(1 / v, config) for v in fine], "k:", label="Eyring–Kramers")
+        ax.plot(fine, [_kramers(1 / v, config) for v in fine], "k:", label="Eyring–Kramers")
         ax.set_yscale("log")
         ax.set_xlabel("1/s")
         ax.set_title(f"(d) log rate vs 1/s: slope {m['rate_slope'].value:.2f} (−2ΔF = −2)")
@@ -570,7 +570,7 @@ class LangevinGibbs(Experiment):
         return save_figure(fig, path)
 
 
-def kr(s: float, config: Config) -> float:
+def _kramers(s: float, config: Config) -> float:
     from attndyn.models.langevin.theory import kramers_rate
 
     return kramers_rate(config.reference_s(s))
