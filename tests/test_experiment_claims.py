@@ -102,6 +102,18 @@ PINNED: dict[str, list[str]] = {
         "faco-sharp",
         "faco-sharper-than-fafo",
     ],
+    "langevin-gibbs": [
+        "gibbs-mean-s1",
+        "gibbs-mean-s0.5",
+        "gibbs-mean-s0.2",
+        "gibbs-ks-s1",
+        "gibbs-ks-s0.5",
+        "gibbs-ks-s0.2",
+        "relaxation-rate",
+        "eyring-kramers-slope",
+        "ou-decay-rate",
+        "ou-stationary-variance",
+    ],  # fmt: skip
 }
 
 EXPERIMENTS = sorted(experiment_names())

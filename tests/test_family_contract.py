@@ -93,7 +93,8 @@ def test_trajectory_layout_and_store_round_trip(family, runs, tmp_path):
 
 def test_theory_names_and_grid(family, runs):
     """predict(config) has the simulator's names on its time grid, without a seed axis; a
-    theory of a stylised model of its own (SAME_GRID = False) has its SUMMARY observables."""
+    theory of a stylised model of its own (SAME_GRID = False) has its SUMMARY observables. A
+    theory of some of the family's models is checked on the family's ``THEORY_EXAMPLE``."""
     module = get_family(family)
     if not getattr(module, "THEORY", None):
         pytest.skip(f"family '{family}' declares no theory")
@@ -105,6 +106,10 @@ def test_theory_names_and_grid(family, runs):
         assert "seed" not in prediction.dims
         assert set(theory.SUMMARY) <= set(prediction.data_vars)
         return
+    if hasattr(module, "THEORY_EXAMPLE"):
+        # a theory of part of the family's models: compare on a config it covers
+        config = validate(module.Config, {**_example(family), **module.THEORY_EXAMPLE})
+        traj = module.simulate(config)
     fields = {k: v for k, v in config.model_dump().items() if k in theory.Config.model_fields}
     prediction = theory.predict(validate(theory.Config, fields))
     assert "seed" not in prediction.dims

@@ -34,7 +34,7 @@ NAME = "langevin"
 Config = LangevinConfig
 SUMMARY = ("F", "loss", "sq_norm", "grad_sq")
 """Observables ``attndyn simulate langevin`` prints at the final time."""
-THEORY = None
+THEORY = "attndyn.models.langevin.theory"
 BENCHMARKS = (
     Benchmark(
         "langevin",
@@ -167,3 +167,6 @@ def simulate(config: LangevinConfig, seeds=None):
 
 EXAMPLE = dict(n=16, d=4, tokens=4, heads=1, d_k=2, t_max=0.5, records=4, seeds=2)
 """A small config that runs in about a second (contract tests, docs)."""
+
+THEORY_EXAMPLE = dict(model="double-well", lam=0.0, s=0.5, x0=1.0, init_scale=0.2, t_max=1.0)
+"""Values over EXAMPLE for the contract test of the theory, which covers the test potentials only."""
