@@ -46,4 +46,8 @@ def enable_compilation_cache() -> str | None:
     if path.lower() in ("", "0", "off", "none"):
         return None
     jax.config.update("jax_compilation_cache_dir", path)
+    # cache every program, not only those that took over a second to compile: a run compiles
+    # hundreds of small ones (eager random draws at init, observables), each costing ~10 ms per
+    # process otherwise (langevin-vs-sgd tiny, warm: 12.6 s instead of 20.6 s)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return path
