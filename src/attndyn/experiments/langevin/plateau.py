@@ -9,7 +9,8 @@ minimum is the Laplace value
 (:func:`attndyn.models.langevin.potentials.effective_params`).
 
 Per model (``models``), one run of ``seeds`` chains at each s of ``s_grid`` (the same chain
-seeds at every s: common random numbers), records of F; min F by gradient descent (s = 0) from
+seeds at every s: common random numbers; attention runs use ``attention_h`` and
+``attention_t_max``, :func:`run_length`), records of F; min F by gradient descent (s = 0) from
 ``gd_starts`` initialisations (damped Newton: the s = 0 descent, converged quadratically), and
 the Hessian spectrum at the best one.
 
@@ -91,6 +92,16 @@ class Config(Common):
     pooling: Literal["mean", "last", "none"] = Field("last", description="attention pooling")
     width: int = Field(8, ge=1, description="lora: hidden width")
     rank: int = Field(2, ge=1, description="lora: rank")
+    attention_t_max: float = Field(
+        240.0,
+        gt=0,
+        description="attention: SDE time of each run (its window t ≥ burn·attention_t_max): "
+        "from small starts the chains settle along the softest Hessian mode late: E F over "
+        "t ∈ [30, 60] lay 2–9 % of the gap above the plateau (docs/claims/langevin-plateau.md)",
+    )
+    attention_h: float = Field(
+        0.02, gt=0, description="attention: Euler–Maruyama step (its O(h) bias is δ_h)"
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Config:
@@ -130,13 +141,22 @@ def model_values(config: Config, model: str) -> dict[str, Any]:
     return dict(common_values(config), model=model, **shape)
 
 
+def run_length(config: Common, model: str) -> tuple[float, float]:
+    """(h, t_max) of ``model``'s runs: ``attention_h``, ``attention_t_max`` where the config
+    has them (langevin-plateau), else ``h``, ``t_max``."""
+    if model == "attention" and hasattr(config, "attention_t_max"):
+        return config.attention_h, config.attention_t_max
+    return config.h, config.t_max
+
+
 def run_values(config: Common, values: dict[str, Any], s: float) -> dict[str, Any]:
     """One SDE run of ``values`` at temperature s."""
+    h, t_max = run_length(config, values["model"])
     return dict(
         values,
         s=s,
-        h=config.h,
-        t_max=config.t_max,
+        h=h,
+        t_max=t_max,
         records=config.records,
         grid="linear",
         seeds=config.seeds,
@@ -275,6 +295,7 @@ class LangevinPlateau(Experiment):
             "records": 241,
             "gd_starts": 16,
             "gd_steps": 400,
+            "attention_t_max": 480.0,
         },
     }
     controls = {
@@ -312,7 +333,7 @@ class LangevinPlateau(Experiment):
             mn = {k: _finite(results["minimum"][m][k].values) for k in ("F", "grad_sq", "eig")}
             F_gd = np.sort(mn["F"])
             F_min = float(F_gd[0])
-            spec = spectrum(values, mn["eig"], config.h)
+            spec = spectrum(values, mn["eig"], run_length(config, m)[0])
             tau = tolerance(s_min, s_max, spec["em_factor"])
             rec: dict[str, Any] = {
                 **spec,
@@ -469,7 +490,7 @@ class LangevinPlateau(Experiment):
                     r["time"], r["mean_curve"] - rec["F_min"], color=f"C{i}", label=f"s = {s}"
                 )
                 ax.axhline(r["pred"], color=f"C{i}", ls="--", lw=0.8)
-            ax.axvline(config.burn * config.t_max, color="k", lw=0.5)
+            ax.axvline(config.burn * run_length(config, name)[1], color="k", lw=0.5)
             ax.set_xlabel("SDE time t")
             ax.set_ylabel("E F(Θ_t) − min F")
             ax.set_title(f"{name}: p_eff = {rec['p_eff']} (dashed: s·p_eff/4)")
