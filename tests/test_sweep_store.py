@@ -320,3 +320,81 @@ def test_claims_view_reads_records_with_and_without_intervals(folder):
         .fetchall()
     )
     assert rows == [("c0", 2.0, None, None, None), ("c1", 1.0, 0.5, 1.5, 8)]
+
+
+def _files(root):
+    """Every stored file with its size and time (the run catalog, an index that opening the folder
+    refreshes, aside)."""
+    return sorted(
+        (str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file() and p.name != CATALOG
+    )
+
+
+INJECTIONS = [
+    # issue 14's probes: statements smuggled through --where, and reads outside the folder
+    "1=1); COPY (SELECT 1 AS x) TO 'RUN' (FORMAT parquet); SELECT * FROM runs WHERE (1=1",
+    "1=1; DROP VIEW runs",
+    "1=1 -- trailing comment",
+    "1=1) OR (1=1",
+    "CAST((SELECT * FROM read_csv('/etc/passwd')) AS INT) = 1",
+]
+
+
+@pytest.mark.parametrize("where", INJECTIONS)
+def test_where_is_one_read_only_expression(folder, monkeypatch, capsys, tmp_path, where):
+    store, ids = folder
+    where = where.replace("RUN", str(store.root / "runs" / f"{ids[0]}.parquet"))
+    before = _files(store.root)
+    output = tmp_path / "x.csv"
+    for command in (("runs",), ("export", "--output", str(output))):
+        code, out, err = cli(
+            monkeypatch, capsys, *command, "--out", str(store.root), "--where", where
+        )
+        assert code == 2, (command, out, err)
+        assert len(err.strip().splitlines()) == 1 and "'where'" in err
+        assert "root:" not in err  # nothing of /etc/passwd is echoed
+    assert _files(store.root) == before and not output.exists()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "COPY (SELECT 1 AS x) TO 'RUN' (FORMAT parquet)",
+        "ATTACH 'ROOT/evil.db'",
+        "CREATE TABLE t AS SELECT 1",
+        "SET enable_external_access = true",
+        "SELECT 1; COPY (SELECT 1) TO 'RUN'",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "INSTALL httpfs",
+    ],
+)
+def test_query_cannot_write_or_read_outside_the_folder(folder, monkeypatch, capsys, sql):
+    store, ids = folder
+    sql = sql.replace("RUN", str(store.root / "runs" / f"{ids[0]}.parquet"))
+    sql = sql.replace("ROOT", str(store.root))
+    before = _files(store.root)
+    code, out, err = cli(monkeypatch, capsys, "query", sql, "--out", str(store.root))
+    assert code == 2 and len(err.strip().splitlines()) == 1, (out, err)
+    assert "root:" not in err
+    assert _files(store.root) == before
+
+
+def test_read_queries_still_work_after_the_lock(folder, monkeypatch, capsys):
+    store, ids = folder
+    code, out, err = cli(
+        monkeypatch,
+        capsys,
+        "query",
+        "SELECT count(*) AS n FROM runs WHERE run_id IN (SELECT run_id FROM observables)",
+        "--out",
+        str(store.root),
+        "--json",
+    )
+    assert code == 0, err
+    assert json.loads(out)[0]["n"] == len(ids)
+    code, out, err = cli(
+        monkeypatch, capsys, "runs", "--out", str(store.root), "--where", "family = 'aim'"
+    )
+    assert code == 0, err

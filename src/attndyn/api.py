@@ -158,11 +158,14 @@ class Results:
         """Run SQL over the views.
 
         Args:
-            sql: a DuckDB query, e.g. ``"SELECT run_id, d FROM runs WHERE family = 'aim'"``.
+            sql: a DuckDB query, e.g. ``"SELECT run_id, d FROM runs WHERE family = 'aim'"``;
+                read-only (SELECT or EXPLAIN statements, files inside the results folder only;
+                anything else is an InputError).
 
         Returns:
             pandas.DataFrame with the query's columns, one row per result row.
         """
+        queries.read_only(self.con, sql)
         return self.con.execute(sql).df()
 
     def runs(self, family: str | None = None) -> pd.DataFrame:

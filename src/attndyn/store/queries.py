@@ -1,6 +1,12 @@
-"""The queries behind ``attndyn runs`` and ``attndyn export``: stored runs (all of them through
-``runs``, or one family through its typed view) filtered by experiment and a SQL condition, and
-the same joined with their observables."""
+"""The queries behind ``attndyn runs``, ``attndyn export`` and ``attndyn query``: stored runs
+(all of them through ``runs``, or one family through its typed view) filtered by experiment and a
+SQL condition, and the same joined with their observables.
+
+Every query is read-only: the connection reads only the results folder
+(:func:`attndyn.store.views.lock`), :func:`read_only` admits only SELECT (and EXPLAIN)
+statements, and a ``--where`` condition must be one boolean expression (:func:`check_where`).
+Exports stream the query's Arrow batches to the output file from Python, so the connection
+itself never writes."""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from attndyn.core.config import flatten
 from attndyn.errors import InputError, StoreError
@@ -48,6 +56,55 @@ def _invalid_where(exc: duckdb.Error) -> InputError:
     return InputError(f"invalid value for 'where': {str(exc).splitlines()[0]}")
 
 
+READ_STATEMENTS = ("SELECT", "EXPLAIN")
+
+
+def read_only(con: duckdb.DuckDBPyConnection, sql: str, field: str = "sql") -> None:
+    """InputError unless every statement of ``sql`` is a SELECT or EXPLAIN (no COPY, ATTACH,
+    CREATE, SET, …)."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise InputError(f"invalid value for '{field}': {str(exc).splitlines()[0]}") from None
+    if not statements:
+        raise InputError(f"invalid value for '{field}': no statement")
+    for st in statements:
+        kind = st.type.name
+        if kind not in READ_STATEMENTS:
+            allowed = " or ".join(READ_STATEMENTS)
+            raise InputError(
+                f"invalid value for '{field}': only {allowed} statements are allowed (got {kind})"
+            )
+
+
+def check_where(con: duckdb.DuckDBPyConnection, where: str) -> None:
+    """InputError unless ``where`` is one boolean expression: no ';', no comment, parentheses
+    that never close more than they open, and one SELECT statement once wrapped."""
+    depth = 0
+    try:
+        tokens = duckdb.tokenize(where)
+    except duckdb.Error as exc:
+        raise _invalid_where(exc) from None
+    for i, (start, kind) in enumerate(tokens):
+        end = tokens[i + 1][0] if i + 1 < len(tokens) else len(where)
+        text = where[start:end].strip()
+        if kind == duckdb.token_type.comment:
+            raise InputError("invalid value for 'where': comments are not allowed")
+        if kind in (duckdb.token_type.string_const, duckdb.token_type.comment):
+            continue
+        depth += text.count("(") - text.count(")")
+        if ";" in text:
+            raise InputError("invalid value for 'where': one expression, no ';'")
+        if depth < 0:
+            raise InputError("invalid value for 'where': unbalanced ')'")
+    if depth != 0:
+        raise InputError("invalid value for 'where': unbalanced '('")
+    statements = con.extract_statements(f"SELECT 1 WHERE ({where})")
+    if len(statements) != 1:
+        raise InputError("invalid value for 'where': one expression only")
+    read_only(con, f"SELECT 1 WHERE ({where})", "where")
+
+
 def runs(
     con: duckdb.DuckDBPyConnection,
     family: str | None = None,
@@ -56,6 +113,8 @@ def runs(
 ) -> pd.DataFrame:
     """Stored runs ordered by creation: every column of ``runs`` (config as JSON text), or,
     with ``family``, of that family's typed view, which ``where`` may then refer to."""
+    if where:
+        check_where(con, where)
     view, cond, params = _selection(con, family, experiment)
     clauses = [c for c in (cond, f"({where})" if where else "") if c]
     sql = f"SELECT * FROM {view}" + (f" WHERE {' AND '.join(clauses)}" if clauses else "")
@@ -94,6 +153,8 @@ def export(
     if format_ not in FORMATS:
         allowed = " or ".join(FORMATS)
         raise InputError(f"invalid value for 'format': must be {allowed} (got {format_!r})")
+    if where:
+        check_where(con, where)
     view, cond, params = _selection(con, family, experiment)
     run_cols = [r[0] for r in con.execute(f"DESCRIBE {view}").fetchall()]
     select = ["r.run_id"]
@@ -110,19 +171,27 @@ def export(
     sql = f"SELECT * FROM ({joined})" + (f" WHERE ({where})" if where else "")
     sql += " ORDER BY run_id, name, seed, time"
     tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
-    options = "FORMAT parquet, COMPRESSION zstd" if format_ == "parquet" else "FORMAT csv, HEADER"
-    target = str(tmp).replace("'", "''")
     try:
         con.execute(f"SELECT * FROM ({sql}) LIMIT 0", params)  # bad SQL: nothing is written
+        reader = con.sql(sql, params=params).to_arrow_reader()
+    except duckdb.Error as exc:
+        raise _invalid_where(exc) from None
+    written = 0
+    try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        written = con.execute(f"COPY ({sql}) TO '{target}' ({options})", params).fetchone()
+        if format_ == "parquet":
+            writer = pq.ParquetWriter(tmp, reader.schema, compression="zstd")
+        else:
+            writer = pacsv.CSVWriter(tmp, reader.schema)
+        with writer:
+            for batch in reader:
+                writer.write_batch(batch)
+                written += batch.num_rows
         os.replace(tmp, output)
     except duckdb.Error as exc:
         tmp.unlink(missing_ok=True)
-        if isinstance(exc, duckdb.IOException):
-            raise StoreError(f"cannot write {output}: {str(exc).splitlines()[0]}") from None
-        raise _invalid_where(exc) from None
+        raise StoreError(f"cannot read the results: {str(exc).splitlines()[0]}") from None
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from None
-    return written[0] if written else 0
+    return written

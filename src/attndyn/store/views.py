@@ -29,6 +29,7 @@ connection opens (through the catalog, see :mod:`attndyn.store.catalog`); ``obse
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -348,4 +349,17 @@ def connect(root: str | Path | None = None, save_catalog: bool = True) -> duckdb
         listing["name"].append(name)
     con.register("_config_views", pa.table(listing, schema=_string_schema(listing)))
     con.execute("CREATE VIEW config_views AS SELECT * FROM _config_views")
+    lock(con, root)
     return con
+
+
+def lock(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """Confine ``con`` to reading ``root``: file access outside it is off and the configuration is
+    locked, so no query can read other files, load extensions or turn access back on. Writing
+    inside ``root`` is prevented by admitting only read statements
+    (:func:`attndyn.store.queries.read_only`)."""
+    con.execute(f"SET allowed_directories = [{_lit(str(Path(root).resolve()) + os.sep)}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
+    con.execute("SET lock_configuration = true")
