@@ -66,3 +66,47 @@ def test_time_maps_follow_the_paper():
     assert validate(AIMConfig, {"d": d, "lr_scaling": "d2", "lr": 3}).alpha_d == pytest.approx(
         3 / d**2
     )
+
+
+# --- strict numbers (issue 14): no NaN/inf, no booleans for numbers, seeds below 2^31 ---------
+
+
+def _families():
+    from attndyn.models import family_names, get_family
+
+    return [(name, get_family(name).Config) for name in family_names()]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_every_float_field_of_every_family_rejects_non_finite(value):
+    from attndyn.core.config import _numeric
+
+    checked = 0
+    for _name, cls in _families():
+        for field, info in cls.model_fields.items():
+            if info.annotation is float or (
+                _numeric(info.annotation) and float in getattr(info.annotation, "__args__", ())
+            ):
+                with pytest.raises(InputError, match=f"'{field}'"):
+                    validate(cls, {field: value})
+                checked += 1
+    assert checked > 20
+
+
+def test_booleans_are_not_numbers_and_seeds_stay_below_2_31():
+    from attndyn.core.config import SEED_LIMIT
+    from attndyn.experiments import get_experiment
+
+    for _name, cls in _families():
+        with pytest.raises(InputError, match="'seeds': must be a number, not a boolean"):
+            validate(cls, {"seeds": True})
+        with pytest.raises(InputError, match="'seed'"):
+            validate(cls, {"seed": 2**40})  # would alias seed 0 in PRNGKey's 32 bits
+        with pytest.raises(InputError, match="'seed'"):
+            validate(cls, {"seed": SEED_LIMIT - 2, "seeds": 4})
+        assert validate(cls, {"seed": SEED_LIMIT - 4, "seeds": 4}).seed_list[-1] == SEED_LIMIT - 1
+    exp = get_experiment("aim-solvable")
+    with pytest.raises(InputError, match="'seeds'"):
+        validate(exp.Config, {"seeds": True})
+    with pytest.raises(InputError, match="'seed'"):
+        validate(exp.Config, {"seed": 2**32})

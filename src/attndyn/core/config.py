@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
-from typing import Annotated, Any, Literal, get_args
+import types
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from attndyn.errors import InputError
 
@@ -35,6 +36,36 @@ Optimizer = Annotated[
 ``optimizer: Optimizer = "sgd"``."""
 
 
+SEED_LIMIT = 2**31
+"""Seeds are below 2³¹: ``PRNGKey(seed)`` keeps 32 bits, so larger seeds would alias smaller
+ones."""
+
+STRICT_NUMBERS = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
+"""Every config: unknown keys, NaN and ±inf are errors (a field that means inf says so itself)."""
+
+
+def _numeric(annotation: Any) -> bool:
+    """True for int and float annotations (also inside ``X | None``), not for bool."""
+    if annotation in (int, float):
+        return True
+    if get_origin(annotation) in (Union, types.UnionType):
+        return any(_numeric(a) for a in get_args(annotation) if a is not type(None))
+    if get_origin(annotation) is Annotated:
+        return _numeric(get_args(annotation)[0])
+    return False
+
+
+def reject_booleans(model: type[BaseModel], values: Any) -> Any:
+    """A ``mode="before"`` check: a boolean given for a number field is an error (pydantic would
+    read ``true`` as 1)."""
+    if isinstance(values, dict):
+        for name, value in values.items():
+            field = model.model_fields.get(name)
+            if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+                raise ValueError(f"{name}: must be a number, not a boolean (got {value!r})")
+    return values
+
+
 class GridConfig(BaseModel):
     """Fields every run shares, theory included: the horizon and the record grid.
 
@@ -42,11 +73,16 @@ class GridConfig(BaseModel):
     that ``t_max`` means for it); the record steps are ``record_steps(total_steps, records,
     grid)`` (:func:`attndyn.core.grids.record_grid`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = STRICT_NUMBERS
 
     t_max: float = Field(1.0, gt=0, description="horizon on the family's macroscopic time axis")
     records: int = Field(60, ge=2, le=100_000, description="number of record points")
     grid: Literal["log", "linear"] = Field("log", description="spacing of the record points")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans(cls, values: Any) -> Any:
+        return reject_booleans(cls, values)
 
     @property
     def total_steps(self) -> int:
@@ -57,7 +93,16 @@ class SimulationConfig(GridConfig):
     """A simulated family's config: the grid plus seeds and precision."""
 
     seeds: int = Field(4, ge=1, le=4096, description="number of seeds, run in parallel with vmap")
-    seed: int = Field(0, ge=0, description="first seed; seeds are seed, seed+1, ...")
+    seed: int = Field(
+        0, ge=0, lt=SEED_LIMIT, description="first seed; seeds are seed, seed+1, ... (< 2^31)"
+    )
+
+    @model_validator(mode="after")
+    def _seeds_below_limit(self) -> SimulationConfig:
+        if self.seed + self.seeds > SEED_LIMIT:
+            raise ValueError(f"seed: seed + seeds − 1 must be below 2^31 (got {self.seed})")
+        return self
+
     dtype: Literal["float32", "float64"] = Field("float32", description="simulation precision")
 
     @property

@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import xarray as xr
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, model_validator
 
 from attndyn import runs
-from attndyn.core.config import SimulationConfig
+from attndyn.core.config import SEED_LIMIT, STRICT_NUMBERS, SimulationConfig, reject_booleans
 from attndyn.core.serial import json_safe
 from attndyn.experiments.stats import Interval
 
@@ -52,9 +52,19 @@ from attndyn.experiments.stats import Interval
 class ExperimentConfig(BaseModel):
     """Base of experiment configs: extra keys are errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = STRICT_NUMBERS
 
-    seed: int = Field(0, ge=0, description="seed offset: runs use seeds seed, …, seed+seeds−1")
+    seed: int = Field(
+        0,
+        ge=0,
+        lt=SEED_LIMIT,
+        description="seed offset: runs use seeds seed, …, seed+seeds−1",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_booleans(cls, values: Any) -> Any:
+        return reject_booleans(cls, values)
 
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
