@@ -27,6 +27,11 @@ def attndyn(*args, env=None, timeout=300):
         (["--set", "activation=swish"], "activation"),
         (["--set", "L=2", "--set", "C=[[1, 2], [2, 1]]"], "C"),
         (["--set", "param=both"], "param"),
+        (["--set", "lr=inf"], "lr"),
+        (["--set", "seeds=true"], "seeds"),
+        (["--set", "seed=1099511627776"], "seed"),
+        (["--set", "d\nx=1"], "d\\nx"),  # a newline in a key is shown escaped, on one line
+        (["--set", "\x1b[31mred=1"], "\\x1b[31mred"),  # and an ANSI escape is not sent raw
     ],
 )
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, field):
@@ -35,6 +40,7 @@ def test_bad_input_one_line_exit_2_nothing_written(tmp_path, args, field):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and field in lines[0]
+    assert "\x1b" not in proc.stderr
     assert not out.exists()
 
 

@@ -505,5 +505,13 @@ def main() -> None:
     try:
         app()  # usage errors (unknown option, missing argument) exit 2 from typer itself
     except AttndynError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (newlines, ANSI escapes, …) written as escapes, so an
+    error is always one line and never drives the terminal."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
