@@ -398,3 +398,73 @@ def test_read_queries_still_work_after_the_lock(folder, monkeypatch, capsys):
         monkeypatch, capsys, "runs", "--out", str(store.root), "--where", "family = 'aim'"
     )
     assert code == 0, err
+
+
+# --- damaged, foreign and misnamed run files (issue 14, items 2–4) --------------------------
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _with_footer(path, text: bytes):
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata({b"attndyn": text}), path)
+
+
+def _with_altered_value(path):
+    table = pq.read_table(path)
+    meta = table.schema.metadata
+    frame = table.to_pandas()
+    frame.loc[0, "value"] += 1.0
+    import pyarrow as pa
+
+    pq.write_table(
+        pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(meta), path
+    )
+
+
+@pytest.mark.parametrize("damage", ["truncate", "bad-json", "altered", "copied"])
+def test_a_damaged_run_file_is_reported_quarantined_and_redone(folder, monkeypatch, capsys, damage):
+    store, ids = folder
+    victim = store.path(ids[1])
+    if damage == "truncate":
+        _truncate(victim)
+    elif damage == "bad-json":
+        _with_footer(victim, b"{not json")
+    elif damage == "altered":
+        _with_altered_value(victim)
+    else:  # run 0's file under run 1's name
+        victim.write_bytes(store.path(ids[0]).read_bytes())
+    assert store.problem(ids[1]) is not None
+    # read commands answer, without a traceback, and never blame the user's query
+    for args in (
+        ("runs",),
+        ("runs", "--where", "family = 'aim'"),
+        ("query", "SELECT count(*) FROM observables"),
+    ):
+        code, out, err = cli(monkeypatch, capsys, *args, "--out", str(store.root))
+        assert code == 0, (args, err)
+        assert "invalid" not in err and "Traceback" not in err
+    # a run that is stored once is listed once
+    code, out, _ = cli(monkeypatch, capsys, "runs", "--out", str(store.root), "--json")
+    listed = [r["run_id"] for r in json.loads(out)]
+    assert len(listed) == len(set(listed))
+    # load-or-compute: the damaged run is moved aside and counted as missing
+    assert store.load(ids[1]) is None
+    assert not victim.exists()
+    quarantined = list((store.root / "quarantine").iterdir())
+    assert len(quarantined) == 1 and quarantined[0].name.startswith(ids[1])
+    assert "damaged run file" in capsys.readouterr().err
+    assert store.load(ids[0]) is not None  # the sound ones are untouched
+
+
+def test_a_foreign_file_adds_no_rows_and_sweeps_redo_only_damaged_runs(folder, monkeypatch, capsys):
+    store, ids = folder
+    (store.runs / "notarun.parquet").write_bytes(store.path(ids[0]).read_bytes())
+    n = connect(store.root).execute("SELECT count(*) FROM observables").fetchone()[0]
+    assert n == len(ids) * 2 * 3 * 2  # the copy under a foreign name adds nothing
+    _truncate(store.path(ids[2]))
+    assert [store.stored(r) for r in ids] == [r != ids[2] for r in ids]
+    assert not store.stored(ids[2])  # quarantined, so still missing: a sweep redoes it

@@ -79,8 +79,10 @@ def load_or_compute(
         from the store. A fresh computation is stored with its wall time (``wall_s``).
     """
     rid = run_id(kind, config)
-    if store is not None and store.exists(rid) and not force:
-        return store.read(rid), True
+    if store is not None and not force:
+        stored = store.load(rid)  # None when missing or damaged (quarantined)
+        if stored is not None:
+            return stored, True
     start = time.perf_counter()
     traj = compute()
     wall = time.perf_counter() - start

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,8 +136,35 @@ def _read_footers(runs: Path, names: list[str]) -> dict[str, str]:
     for name in names:
         try:
             out[name] = pq.read_schema(runs / name).metadata[META_KEY].decode()
-        except Exception:  # vanished, foreign or damaged: not a run
+        except FileNotFoundError:  # vanished (e.g. quarantined) since the listing
             continue
+        except Exception as exc:  # foreign or damaged: not a run
+            print(
+                f"warning: skipping unreadable run file {runs / name} ({type(exc).__name__})",
+                file=sys.stderr,
+            )
+    return out
+
+
+def _sound(runs: Path, footers: dict[str, str]) -> dict[str, str]:
+    """The footers that are run records naming their own file; each other file gets one warning
+    line on stderr and stays out of the catalog (``simulate`` and ``sweep`` quarantine and redo
+    it, :meth:`attndyn.store.files.Store.stored`)."""
+    out = {}
+    for name, text in footers.items():
+        try:
+            meta = json.loads(text)
+            ok = isinstance(meta, dict) and meta.get("run_id") == name[: -len(".parquet")]
+        except ValueError:
+            ok = False
+        if ok:
+            out[name] = text
+        else:
+            print(
+                f"warning: skipping run file {runs / name}: its footer is not the record of "
+                "the run it is named after",
+                file=sys.stderr,
+            )
     return out
 
 
@@ -165,7 +193,7 @@ def load(root: Path, save: bool = True) -> Catalog:
         table, types = SCHEMA.empty_table(), {}
     have = set(table.column("file").to_pylist())
     new = sorted(f for f in listing if f not in have)
-    found = _read_footers(runs, new)
+    found = _sound(runs, _read_footers(runs, new))
     for text in found.values():
         _merge_record(types, json.loads(text))
     names = sorted(found)

@@ -1,10 +1,20 @@
-"""Atomic Parquet writing and reading of single runs."""
+"""Atomic Parquet writing and reading of single runs.
+
+A run file ``runs/<run_id>.parquet`` carries its record (JSON) in the Parquet footer under
+``attndyn``, with its ``run_id`` and a ``checksum`` of its data (:func:`checksum`). Readers check
+both (:meth:`Store.problem`): a file that cannot be read, whose footer is not a run record, whose
+record names another run, or whose data do not match the checksum is *damaged*; it is moved to
+``quarantine/`` (never deleted) with a one-line warning on stderr, and load-or-compute and sweeps
+treat the run as missing (docs/store.md, "Damaged files").
+"""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import sys
 import time
 import traceback
 import uuid
@@ -28,6 +38,29 @@ DEFAULT_DIR = "attndyn-results"
 def results_dir(out: str | os.PathLike | None = None) -> Path:
     """``out`` if given, else ``$ATTNDYN_RESULTS``, else ``./attndyn-results``."""
     return Path(out or os.environ.get("ATTNDYN_RESULTS") or DEFAULT_DIR)
+
+
+class DamagedRun(StoreError):
+    """A run file that is unreadable, foreign or altered (see the module docstring); ``reason``
+    says how."""
+
+    def __init__(self, path: Path, reason: str):
+        super().__init__(f"damaged run file {path}: {reason}")
+        self.reason = reason
+
+
+def checksum(table: pa.Table) -> str:
+    """SHA-256 (first 32 hex digits) of the table's column names, types and values, independent
+    of the Parquet encoding and of how a reader chunks the columns."""
+    h = hashlib.sha256()
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        h.update(f"{name}:{column.type}\0".encode())
+        values = column.to_numpy(zero_copy_only=False)
+        if values.dtype == object:
+            h.update("\0".join(map(str, values)).encode())
+        else:
+            h.update(np.ascontiguousarray(values).tobytes())
+    return h.hexdigest()[:32]
 
 
 class Store:
@@ -86,6 +119,7 @@ class Store:
             meta["attrs"] = json_safe(own)
         meta.update(extra or {})
         table = pa.Table.from_pandas(frame, preserve_index=False)
+        meta["checksum"] = checksum(table)
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
         return self._atomic_write(table, self.runs, run_id)
 
@@ -258,10 +292,78 @@ class Store:
         meta = pq.read_schema(self.path(run_id)).metadata or {}
         return json.loads(meta[META_KEY])
 
+    def _checked(self, run_id: str) -> tuple[pa.Table, dict[str, Any]]:
+        """The file's table and record; :class:`DamagedRun` (its reason) when it cannot be read,
+        its footer is not a run record naming ``run_id``, or its data miss the record's checksum
+        (files written before checksums existed are checked for the rest)."""
+        path = self.path(run_id)
+        try:
+            table = pq.read_table(path)
+            meta = json.loads((table.schema.metadata or {})[META_KEY])
+        except KeyError:
+            raise DamagedRun(path, "no run record in its footer") from None
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # truncated, not Parquet, invalid JSON, …
+            first = (str(exc).splitlines() or [""])[0][:120]
+            raise DamagedRun(path, f"unreadable ({type(exc).__name__}: {first})") from None
+        if not isinstance(meta, dict) or meta.get("run_id") != run_id:
+            named = meta.get("run_id") if isinstance(meta, dict) else None
+            raise DamagedRun(path, f"its record names run {named!r}, not its file name")
+        if "checksum" in meta and meta["checksum"] != checksum(table):
+            raise DamagedRun(path, "its data do not match its checksum")
+        return table, meta
+
+    def problem(self, run_id: str) -> str | None:
+        """Why the stored file of ``run_id`` is damaged, or None when it is sound."""
+        try:
+            self._checked(run_id)
+        except DamagedRun as exc:
+            return exc.reason
+        return None
+
+    def quarantine(self, run_id: str, reason: str) -> Path:
+        """Move the damaged file of ``run_id`` to ``quarantine/`` (a unique name; never deleted)
+        and say so in one line on stderr. Returns the new path."""
+        folder = self.root / "quarantine"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = f"{time.strftime('%Y%m%dT%H%M%S')}.{uuid.uuid4().hex[:6]}"
+        target = folder / f"{run_id}.{stamp}.parquet"
+        os.replace(self.path(run_id), target)
+        print(
+            f"warning: damaged run file {self.path(run_id)} ({reason}); moved to {target}",
+            file=sys.stderr,
+        )
+        return target
+
+    def load(self, run_id: str) -> xr.Dataset | None:
+        """The stored Trajectory of ``run_id``, or None when it is not stored or its file is
+        damaged (then quarantined, :meth:`quarantine`), so the caller computes it anew."""
+        if not self.exists(run_id):
+            return None
+        try:
+            return self.read(run_id)
+        except DamagedRun as exc:
+            with contextlib.suppress(OSError):
+                self.quarantine(run_id, exc.reason)
+            return None
+
+    def stored(self, run_id: str) -> bool:
+        """True when ``run_id`` has a sound file; a damaged one is quarantined (False)."""
+        if not self.exists(run_id):
+            return False
+        reason = self.problem(run_id)
+        if reason is None:
+            return True
+        with contextlib.suppress(OSError):
+            self.quarantine(run_id, reason)
+        return False
+
     def read(self, run_id: str) -> xr.Dataset:
-        """The stored Trajectory of ``run_id`` (extra time axes are restored from ``samples``)."""
-        meta = self.metadata(run_id)
-        frame = pq.read_table(self.path(run_id)).to_pandas()
+        """The stored Trajectory of ``run_id`` (extra time axes are restored from ``samples``);
+        :class:`DamagedRun` (a StoreError naming the file and the reason) when it is damaged."""
+        table, meta = self._checked(run_id)
+        frame = table.to_pandas()
         div = {int(k): v for k, v in meta["diverged_step"].items()}
         traj = from_frame(
             frame.drop(columns="run_id"),

@@ -136,17 +136,18 @@ def _glob_view(
         _empty(con, view, columns)
 
 
-def _observables_view(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
-    """``observables`` over ``runs/*.parquet``. ``run_id`` is read from the file name (which
-    is the run id), so a filter on it prunes files instead of opening all of them."""
-    if not (folder.is_dir() and any(folder.glob("*.parquet"))):
+def _observables_view(con: duckdb.DuckDBPyConnection, folder: Path, files: list[str]) -> None:
+    """``observables`` over the catalogued run files ``files`` (names in ``folder``; a damaged
+    or foreign file is not catalogued, so it never enters). ``run_id`` is read from the file
+    name (which is the run id), so a filter on it prunes files instead of opening all of them."""
+    if not files:
         _empty(con, "observables", OBS_TYPES)
         return
-    glob = _lit(str(folder / "*.parquet"))
+    paths = "[" + ", ".join(_lit(str(folder / f)) for f in sorted(files)) + "]"
     cols = ", ".join(c for c in OBS_TYPES if c != "run_id")
     con.execute(
         f"CREATE VIEW observables AS SELECT parse_filename(filename, true) AS run_id, {cols} "
-        f"FROM read_parquet({glob}, filename = true)"
+        f"FROM read_parquet({paths}, filename = true)"
     )
 
 
@@ -298,9 +299,8 @@ def _string_schema(columns: dict) -> pa.Schema:
 
 
 def _runs_view(
-    con: duckdb.DuckDBPyConnection, root: Path, save: bool
+    con: duckdb.DuckDBPyConnection, root: Path, cat: catalog_mod.Catalog
 ) -> list[tuple[str, str, str]]:
-    cat = catalog_mod.load(root, save=save)
     if cat.table.num_rows == 0:
         _empty(con, "runs", RUN_COLUMNS)
         return []
@@ -340,8 +340,9 @@ def connect(root: str | Path | None = None, save_catalog: bool = True) -> duckdb
     _glob_view(con, "claims", root / "experiments", CLAIM_COLUMNS)
     _glob_view(con, "failures", root / "failures", FAILURE_COLUMNS)
     typed = _experiment_views(con, root / "experiments")
-    _observables_view(con, root / "runs")
-    typed = _runs_view(con, root, save_catalog) + typed
+    cat = catalog_mod.load(root, save=save_catalog)
+    _observables_view(con, root / "runs", cat.table.column("file").to_pylist())
+    typed = _runs_view(con, root, cat) + typed
     listing = {"view": [], "parent": [], "name": []}
     for view, parent, name in typed:
         listing["view"].append(view)

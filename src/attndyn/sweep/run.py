@@ -201,4 +201,4 @@ def run_sweep(
 def _stored(store: Store, item: RunItem) -> bool:
     if item.kind == "experiment":
         return store.experiment_exists(item.run_id)
-    return store.exists(item.run_id)
+    return store.stored(item.run_id)  # a damaged file is quarantined and redone

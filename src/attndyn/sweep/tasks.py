@@ -178,7 +178,7 @@ def run_task(task: Task, root: str) -> TaskResult:
 def _stored(store, item: RunItem) -> bool:
     if item.kind == "experiment":
         return store.experiment_exists(item.run_id)
-    return store.exists(item.run_id)
+    return store.stored(item.run_id)  # a damaged file is quarantined and redone
 
 
 def _run_group(task: Task, group: Group, missing: list[RunItem], store) -> None:
