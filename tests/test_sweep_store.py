@@ -468,3 +468,16 @@ def test_a_foreign_file_adds_no_rows_and_sweeps_redo_only_damaged_runs(folder, m
     _truncate(store.path(ids[2]))
     assert [store.stored(r) for r in ids] == [r != ids[2] for r in ids]
     assert not store.stored(ids[2])  # quarantined, so still missing: a sweep redoes it
+
+
+@pytest.mark.parametrize("sub", ["experiments", "failures"])
+def test_an_empty_parquet_in_experiments_or_failures_breaks_no_read_command(
+    folder, monkeypatch, capsys, sub
+):
+    store, ids = folder
+    (store.root / sub).mkdir(exist_ok=True)
+    (store.root / sub / "empty.parquet").write_bytes(b"")
+    for args in (("runs",), ("query", "SELECT count(*) AS n FROM claims")):
+        code, out, err = cli(monkeypatch, capsys, *args, "--out", str(store.root))
+        assert code == 0, (args, err)
+        assert "skipping unreadable file" in err and "Traceback" not in err

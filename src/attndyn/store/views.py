@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import duckdb
@@ -122,15 +123,35 @@ def _empty(con: duckdb.DuckDBPyConnection, view: str, columns: dict[str, str]) -
     con.execute(f"CREATE VIEW {view} AS SELECT * FROM (SELECT {cols}) WHERE false")
 
 
+def _readable(folder: Path) -> list[Path]:
+    """The ``*.parquet`` files of ``folder`` whose schema can be read; each other one gets a
+    warning line on stderr and is left out, so one damaged file cannot break a view."""
+    good = []
+    for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():
+        try:
+            pq.read_schema(path)
+        except FileNotFoundError:
+            continue
+        except Exception as exc:
+            print(
+                f"warning: skipping unreadable file {path} ({type(exc).__name__})", file=sys.stderr
+            )
+            continue
+        good.append(path)
+    return good
+
+
 def _glob_view(
     con: duckdb.DuckDBPyConnection, view: str, folder: Path, columns: dict[str, str]
 ) -> None:
-    """``view`` over ``folder/*.parquet`` (an empty typed view when there are none)."""
-    if folder.is_dir() and any(p for p in folder.glob("*.parquet")):
-        glob = _lit(str(folder / "*.parquet"))
+    """``view`` over the readable ``folder/*.parquet`` (an empty typed view when there are
+    none)."""
+    files = _readable(folder)
+    if files:
+        paths = "[" + ", ".join(_lit(str(p)) for p in files) + "]"
         cols = ", ".join(_quote(c) for c in columns)
         con.execute(
-            f"CREATE VIEW {view} AS SELECT {cols} FROM read_parquet({glob}, union_by_name = true)"
+            f"CREATE VIEW {view} AS SELECT {cols} FROM read_parquet({paths}, union_by_name = true)"
         )
     else:
         _empty(con, view, columns)
