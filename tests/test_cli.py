@@ -28,6 +28,7 @@ def attndyn(*args, env=None, timeout=300):
         (["--set", "L=2", "--set", "C=[[1, 2], [2, 1]]"], "C"),
         (["--set", "param=both"], "param"),
         (["--set", "lr=inf"], "lr"),
+        (["--set", "t_max=1e300"], "t_max"),  # more steps than the 32-bit step index holds
         (["--set", "seeds=true"], "seeds"),
         (["--set", "seed=1099511627776"], "seed"),
         (["--set", "d\nx=1"], "d\\nx"),  # a newline in a key is shown escaped, on one line

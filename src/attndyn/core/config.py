@@ -40,6 +40,9 @@ SEED_LIMIT = 2**31
 """Seeds are below 2³¹: ``PRNGKey(seed)`` keeps 32 bits, so larger seeds would alias smaller
 ones."""
 
+MAX_STEPS = 2**31 - 1
+"""The trainer's step index is a 32-bit integer."""
+
 STRICT_NUMBERS = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
 """Every config: unknown keys, NaN and ±inf are errors (a field that means inf says so itself)."""
 
@@ -101,6 +104,12 @@ class SimulationConfig(GridConfig):
     def _seeds_below_limit(self) -> SimulationConfig:
         if self.seed + self.seeds > SEED_LIMIT:
             raise ValueError(f"seed: seed + seeds − 1 must be below 2^31 (got {self.seed})")
+        steps = self.total_steps
+        if steps > MAX_STEPS:
+            raise ValueError(
+                f"t_max: {self.t_max:g} means {steps:.3g} steps, above the {MAX_STEPS} the "
+                "trainer counts (32-bit step index); lower t_max"
+            )
         return self
 
     dtype: Literal["float32", "float64"] = Field("float32", description="simulation precision")
