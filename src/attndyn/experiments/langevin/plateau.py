@@ -301,7 +301,7 @@ class LangevinPlateau(Experiment):
     controls = {
         "beta-1/s": Control(
             {"beta_s": 1.0},
-            ("laplace-lora",),
+            ("laplace-lora", "laplace-attention"),
             "the prediction reads the Gibbs measure as exp(−F/s) (β = 1/s, the SGLD convention "
             "dθ = −∇F dt + √(2s) dW) instead of the SDE's exp(−2F/s): the predicted gap "
             "doubles to s·p_eff/2, so the measured ratio is ≈ 1/2 and leaves 1 ± τ (τ ≤ 1/4 + "

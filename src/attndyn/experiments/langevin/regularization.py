@@ -197,14 +197,14 @@ class LangevinRegularization(Experiment):
     controls = {
         "no-regularisation": Control(
             {"lam": 0.0},
-            ("lora-bounded", "lora-villani-grows"),
+            ("lora-bounded", "lora-villani-grows", "attention-bounded"),
             "λ = 0 in the regularised arm: no Gibbs probability measure exists (the GL orbits "
             "are non-compact), so the balance keeps spreading and, for LoRA, V_s does not grow "
             "along rays (tanh saturates: ∇F, ΔF → 0)",
         ),
         "regularised-walk": Control(
             {"lam_free": 0.5},
-            ("lora-walk",),
+            ("lora-walk", "attention-walk"),
             "the 'free' arm regularised like the other (λ = 0.5): the balance is mean-reverting "
             "at rate 2λ, so its variance saturates and no walk is seen",
         ),
