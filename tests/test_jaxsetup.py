@@ -22,3 +22,41 @@ def test_one_head_attention_with_64_chains_runs():
     assert traj.F.shape == (64, 2)
     assert np.all(np.isfinite(traj.F.values))
     assert jaxsetup.YNN_FLAG.split("=")[0].lstrip("-") in os.environ["XLA_FLAGS"]
+
+
+JIT_PROBE = """
+import jax, jax.numpy as jnp
+from attndyn.core.jaxsetup import enable_compilation_cache
+enable_compilation_cache()
+print(float(jax.jit(lambda x: jnp.tanh(x @ x.T).sum())(jnp.ones((8, 8)))))
+"""
+
+
+def test_a_truncated_compilation_cache_entry_is_skipped_and_rewritten(tmp_path):
+    """JAX 0.10 warns about a truncated entry on every run and never rewrites it; attndyn's
+    cache read removes it quietly, so the run recompiles and stores a whole entry again."""
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "jax"
+    env = {**os.environ, "ATTNDYN_JAX_CACHE": str(cache)}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+
+    def run():
+        proc = subprocess.run(
+            [sys.executable, "-c", JIT_PROBE], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip(), proc.stderr
+
+    first, _ = run()
+    entries = {p: p.stat().st_size for p in cache.glob("*-cache")}
+    assert entries
+    for path, size in entries.items():
+        with open(path, "r+b") as fh:
+            fh.truncate(size // 2)
+    again, err = run()
+    assert again == first
+    assert "Error reading" not in err and "Warning" not in err, err
+    assert {p: p.stat().st_size for p in cache.glob("*-cache")} == entries  # rewritten whole

@@ -384,13 +384,26 @@ def runs(
     out: OutOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON list, every column")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV, every column")] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="list every damaged or foreign file instead (one line each; --json: a list of "
+            "{file, problem}); exit 0 when there is none, 1 when there are problems; moves "
+            "nothing (docs/store.md)",
+        ),
+    ] = False,
 ) -> None:
     """List stored runs (the runs view, or with --family that family's view); the table shows
-    the config fields that vary."""
+    the config fields that vary. --check lists the problems of the results folder instead."""
     from attndyn.store import connect, queries
 
     if as_json and as_csv:
         raise InputError("choose one of --json and --csv")
+    if check:
+        from attndyn.store.check import report
+
+        raise typer.Exit(report(out, as_json))
     frame = queries.runs(connect(out), family, experiment, where)
     if as_json and "config" in frame.columns:
         frame["config"] = frame["config"].map(json.loads)

@@ -77,19 +77,33 @@ def load_or_compute(
         (Trajectory, read_back): the Trajectory, dims ``(seed, time)`` for a simulation or
         ``(time,)`` for theory, with ``attrs['run_id']`` set; ``read_back`` is True when it came
         from the store. A fresh computation is stored with its wall time (``wall_s``).
+
+    Raises:
+        NotWritable: the run is not stored and ``store`` cannot be written (checked before
+            computing).
+
+    A run is computed under its lock (docs/store.md, "Locks and temporary files"): a process
+    asking for a run that another one is computing waits, then reads the stored run.
     """
     rid = run_id(kind, config)
-    if store is not None and not force:
-        stored = store.load(rid)  # None when missing or damaged (quarantined)
-        if stored is not None:
+    if store is None:
+        return _computed(compute, rid), False
+    if not force and (stored := store.load(rid)) is not None:  # None: missing or damaged
+        return stored, True
+    store.check_writable()  # NotWritable (exit 2) before any computation
+    with store.lock(rid):  # a racing process computing the same run: wait, then read it
+        if not force and (stored := store.load(rid)) is not None:
             return stored, True
-    start = time.perf_counter()
-    traj = compute()
-    wall = time.perf_counter() - start
-    traj.attrs["run_id"] = rid
-    if store is not None:
-        store.write(traj, rid, wall_s=wall)
+        start = time.perf_counter()
+        traj = _computed(compute, rid)
+        store.write(traj, rid, wall_s=time.perf_counter() - start)
     return traj, False
+
+
+def _computed(compute: Callable[[], xr.Dataset], rid: str) -> xr.Dataset:
+    traj = compute()
+    traj.attrs["run_id"] = rid
+    return traj
 
 
 def simulation(

@@ -12,10 +12,17 @@ softmax gradients ("ternary_elementwise: dimension … does not match", e.g. the
 attention with one head, d_k = 2 and 64 chains); :func:`avoid_ynn_fusion_bug` keeps only YNNPACK's
 dot fusions unless ``XLA_FLAGS`` already sets ``xla_cpu_experimental_ynn_fusion_type``. It must
 run before JAX's first computation, so it runs when this module is imported.
+
+A damaged cache entry (truncated by a killed process or a file-size limit: JAX writes entries in
+place) makes JAX 0.10 warn on every later run ("Error reading persistent compilation cache
+entry …", two lines per entry) and never rewrite it, since it does not overwrite an existing
+entry. :func:`heal_damaged_cache_entries` (applied on import) turns such a read into a quiet
+cache miss that removes the entry, so JAX compiles and writes it anew.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -35,6 +42,47 @@ def avoid_ynn_fusion_bug() -> None:
 
 
 avoid_ynn_fusion_bug()
+
+
+def heal_damaged_cache_entries() -> bool:
+    """Wrap JAX's persistent-cache read so that an entry that cannot be read is removed and
+    reported as a miss (no warning; JAX compiles and writes it again). Returns whether the
+    wrapper is in place (it uses JAX's private ``compilation_cache`` module; without it, JAX's
+    own behaviour stays)."""
+    try:
+        from jax._src import compilation_cache as cc
+    except ImportError:  # pragma: no cover - another JAX layout
+        return False
+    read = getattr(cc, "get_executable_and_time", None)
+    if read is None or getattr(read, "heals", False):
+        return read is not None
+    verification = getattr(cc, "CacheVerificationError", ())
+
+    def get_executable_and_time(cache_key, *args, **kwargs):
+        try:
+            return read(cache_key, *args, **kwargs)
+        except verification:
+            raise
+        except Exception:
+            _remove_entry(getattr(cc, "_cache", None), cache_key)
+            return None, None
+
+    get_executable_and_time.heals = True
+    cc.get_executable_and_time = get_executable_and_time
+    return True
+
+
+def _remove_entry(cache, key: str) -> None:
+    """Delete the files of entry ``key`` of a local JAX cache (``<key>-cache``, ``-atime``)."""
+    folder = getattr(cache, "path", None) or getattr(cache, "_path", None)
+    if folder is None or not key:
+        return
+    for suffix in ("-cache", "-atime"):
+        with contextlib.suppress(OSError):
+            (Path(str(folder)) / f"{key}{suffix}").unlink()
+
+
+heal_damaged_cache_entries()
 
 
 def enable_compilation_cache() -> str | None:

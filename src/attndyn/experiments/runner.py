@@ -142,6 +142,7 @@ def run_experiment(
     exp, config = experiment_config(name, preset, overrides or {}, control)
     start = time.perf_counter()
     store = Store(out)
+    store.check_writable()  # an unwritable --out fails before anything is computed (exit 2)
     ctx = RunContext(store=store, force=force)
     results = exp.run(config, ctx)
     measurements = exp.measure(config, results)

@@ -17,14 +17,14 @@ import contextlib
 import json
 import os
 import sys
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from attndyn.store.files import META_KEY
+from attndyn.store.files import META_KEY, run_record
+from attndyn.store.locks import temp_path
 
 CATALOG = "catalog.parquet"
 CATALOG_VERSION = 2  # 2: config types per family
@@ -147,24 +147,17 @@ def _read_footers(runs: Path, names: list[str]) -> dict[str, str]:
 
 
 def _sound(runs: Path, footers: dict[str, str]) -> dict[str, str]:
-    """The footers that are run records naming their own file; each other file gets one warning
-    line on stderr and stays out of the catalog (``simulate`` and ``sweep`` quarantine and redo
-    it, :meth:`attndyn.store.files.Store.stored`)."""
+    """The footers that are run records naming their own file
+    (:func:`attndyn.store.files.run_record`); each other file gets one warning line on stderr
+    and stays out of the catalog (``simulate`` and ``sweep`` quarantine and redo it,
+    :meth:`attndyn.store.files.Store.stored`)."""
     out = {}
     for name, text in footers.items():
-        try:
-            meta = json.loads(text)
-            ok = isinstance(meta, dict) and meta.get("run_id") == name[: -len(".parquet")]
-        except ValueError:
-            ok = False
-        if ok:
+        _, reason = run_record(text, name[: -len(".parquet")])
+        if reason is None:
             out[name] = text
         else:
-            print(
-                f"warning: skipping run file {runs / name}: its footer is not the record of "
-                "the run it is named after",
-                file=sys.stderr,
-            )
+            print(f"warning: skipping run file {runs / name}: {reason}", file=sys.stderr)
     return out
 
 
@@ -217,7 +210,7 @@ def _save(root: Path, table: pa.Table, types: dict[str, dict[str, str]]) -> None
     meta = json.dumps({"catalog": CATALOG_VERSION, "types": types}).encode()
     table = table.replace_schema_metadata({META_KEY: meta})
     final = root / CATALOG
-    tmp = root / f".{CATALOG}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    tmp = temp_path(root, CATALOG)
     try:
         with open(tmp, "wb") as fh:
             pq.write_table(table, fh, compression="zstd")

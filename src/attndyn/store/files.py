@@ -5,7 +5,8 @@ A run file ``runs/<run_id>.parquet`` carries its record (JSON) in the Parquet fo
 both (:meth:`Store.problem`): a file that cannot be read, whose footer is not a run record, whose
 record names another run, or whose data do not match the checksum is *damaged*; it is moved to
 ``quarantine/`` (never deleted) with a one-line warning on stderr, and load-or-compute and sweeps
-treat the run as missing (docs/store.md, "Damaged files").
+treat the run as missing (docs/store.md, "Damaged files"). Experiment records carry a checksum
+too. Writers hold a per-run lock and clean up after dead writers (:mod:`attndyn.store.locks`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from attndyn.core.config import SCHEMA_VERSION, flatten
 from attndyn.core.serial import json_safe
 from attndyn.core.trajectory import config_of, from_frame, to_frame
 from attndyn.errors import StoreError
+from attndyn.store import locks
 
 META_KEY = b"attndyn"
 DEFAULT_DIR = "attndyn-results"
@@ -49,6 +51,29 @@ class DamagedRun(StoreError):
         self.reason = reason
 
 
+class NotWritable(StoreError):
+    """The results folder cannot be written, found before anything is computed (exit code 2:
+    the ``--out`` given cannot take results)."""
+
+    exit_code = 2
+
+
+def run_record(text: str | bytes | None, run_id: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(record, None) when the footer text ``text`` is a run record naming ``run_id``, else
+    (None, why not). The one check of a footer, shared by readers and the catalog."""
+    if text is None:
+        return None, "no run record in its footer"
+    try:
+        meta = json.loads(text)
+    except ValueError:
+        return None, "its run record is not valid JSON"
+    if not isinstance(meta, dict):
+        return None, "its footer is not a run record"
+    if meta.get("run_id") != run_id:
+        return None, f"its record names run {meta.get('run_id')!r}, not its file name"
+    return meta, None
+
+
 def checksum(table: pa.Table) -> str:
     """SHA-256 (first 32 hex digits) of the table's column names, types and values, independent
     of the Parquet encoding and of how a reader chunks the columns."""
@@ -61,6 +86,12 @@ def checksum(table: pa.Table) -> str:
         else:
             h.update(np.ascontiguousarray(values).tobytes())
     return h.hexdigest()[:32]
+
+
+def unreadable(exc: BaseException) -> str:
+    """The reason for a file that cannot be read, in one short line."""
+    first = (str(exc).splitlines() or [""])[0][:120]
+    return f"unreadable ({type(exc).__name__}: {first})"
 
 
 class Store:
@@ -173,6 +204,7 @@ class Store:
             "created": created,
             "version": __version__,
             "wall_s": None if wall_s is None else round(float(wall_s), 4),
+            "checksum": checksum(table),
         }
         table = table.replace_schema_metadata({META_KEY: json.dumps(record, default=str).encode()})
         return self._atomic_write(table, self.experiments, key)
@@ -229,8 +261,8 @@ class Store:
 
     def check_writable(self) -> None:
         """Create the results folder and write, sync and remove a probe file in ``runs/``;
-        StoreError (one line) if that fails. Leaves no file behind."""
-        probe = self.runs / f".probe.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        :class:`NotWritable` (one line, exit code 2) if that fails. Leaves no file behind."""
+        probe = locks.temp_path(self.runs, "probe")
         try:
             self.runs.mkdir(parents=True, exist_ok=True)
             with open(probe, "wb") as fh:
@@ -241,35 +273,33 @@ class Store:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 probe.unlink()
-            raise StoreError(
+            raise NotWritable(
                 f"cannot write results to {self.root}: {exc.strerror or exc}"
             ) from None
 
+    def lock(self, *run_ids: str):
+        """Context manager holding the per-run locks of ``run_ids`` (:func:`locks.locked`)."""
+        return locks.locked(self.root, run_ids)
+
     def clean_temporary(self, older_than_s: float = 3600.0, pids: set[int] | None = None) -> int:
         """Remove temporary files that killed writers left (hidden ``.*.tmp``, never read as
-        results): those older than ``older_than_s``, and, whatever their age, those of the
-        (dead) processes ``pids``. Returns how many were removed."""
-        removed = 0
-        now = time.time()
-        tags = {f".{pid}." for pid in pids or ()}
-        for folder in (self.runs, self.experiments, self.failures):
-            if not folder.is_dir():
-                continue
-            for path in folder.glob(".*.tmp"):
-                with contextlib.suppress(OSError):
-                    dead = any(tag in path.name for tag in tags)
-                    if dead or now - path.stat().st_mtime > older_than_s:
-                        path.unlink()
-                        removed += 1
+        results): those of dead processes of this host, those older than ``older_than_s``, and,
+        whatever their age, those of the (stopped) processes ``pids``; and lock files older than
+        ``older_than_s`` that nobody holds. Returns how many temporaries were removed."""
+        folders = (self.root, self.runs, self.experiments, self.failures)
+        removed = locks.clean_temporary(folders, older_than_s, pids)
+        locks.clean_locks(self.root, older_than_s)
         return removed
 
     def _atomic_write(self, table: pa.Table, folder: Path, key: str) -> Path:
         """Write ``folder/<key>.parquet``: a temporary hidden file (unique per writer, so threads
-        and processes never share one), fsync, rename over the final name."""
+        and processes never share one), fsync, rename over the final name. The first write of
+        this process into ``folder`` removes the temporaries of dead writers."""
         final = folder / f"{key}.parquet"
-        tmp = folder / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp = locks.temp_path(folder, key)
         try:
             folder.mkdir(parents=True, exist_ok=True)
+            locks.clean_once(folder)  # temporaries of dead writers
             with open(tmp, "wb") as fh:
                 pq.write_table(table, fh, compression="zstd")
                 fh.flush()
@@ -299,17 +329,13 @@ class Store:
         path = self.path(run_id)
         try:
             table = pq.read_table(path)
-            meta = json.loads((table.schema.metadata or {})[META_KEY])
-        except KeyError:
-            raise DamagedRun(path, "no run record in its footer") from None
         except FileNotFoundError:
             raise
-        except Exception as exc:  # truncated, not Parquet, invalid JSON, …
-            first = (str(exc).splitlines() or [""])[0][:120]
-            raise DamagedRun(path, f"unreadable ({type(exc).__name__}: {first})") from None
-        if not isinstance(meta, dict) or meta.get("run_id") != run_id:
-            named = meta.get("run_id") if isinstance(meta, dict) else None
-            raise DamagedRun(path, f"its record names run {named!r}, not its file name")
+        except Exception as exc:  # truncated, not Parquet, …
+            raise DamagedRun(path, unreadable(exc)) from None
+        meta, reason = run_record((table.schema.metadata or {}).get(META_KEY), run_id)
+        if meta is None:
+            raise DamagedRun(path, reason)
         if "checksum" in meta and meta["checksum"] != checksum(table):
             raise DamagedRun(path, "its data do not match its checksum")
         return table, meta
@@ -358,6 +384,16 @@ class Store:
         with contextlib.suppress(OSError):
             self.quarantine(run_id, reason)
         return False
+
+    def sound(self, run_ids) -> set[str]:
+        """The ids among ``run_ids`` whose files are sound (:meth:`stored`, a full read and
+        checksum of each, in threads: about 1 ms per small run); damaged ones are quarantined."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        ids = sorted(run_ids)
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            ok = list(pool.map(self.stored, ids))
+        return {rid for rid, good in zip(ids, ok, strict=True) if good}
 
     def read(self, run_id: str) -> xr.Dataset:
         """The stored Trajectory of ``run_id`` (extra time axes are restored from ``samples``);

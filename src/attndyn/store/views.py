@@ -39,7 +39,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from attndyn.core.config import flatten
+from attndyn.errors import InputError
 from attndyn.store import catalog as catalog_mod
+from attndyn.store import check
 from attndyn.store.files import META_KEY, results_dir
 
 RUN_COLUMNS = {
@@ -123,30 +125,27 @@ def _empty(con: duckdb.DuckDBPyConnection, view: str, columns: dict[str, str]) -
     con.execute(f"CREATE VIEW {view} AS SELECT * FROM (SELECT {cols}) WHERE false")
 
 
-def _readable(folder: Path) -> list[Path]:
-    """The ``*.parquet`` files of ``folder`` whose schema can be read; each other one gets a
-    warning line on stderr and is left out, so one damaged file cannot break a view."""
+def _readable(folder: Path, problem) -> list[Path]:
+    """The ``*.parquet`` files of ``folder`` that pass ``problem`` (a check of
+    :mod:`attndyn.store.check`); each other one gets a warning line on stderr and is left out,
+    so one damaged file cannot break a view."""
     good = []
     for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():
         try:
-            pq.read_schema(path)
+            why = problem(path)
         except FileNotFoundError:
             continue
-        except Exception as exc:
-            print(
-                f"warning: skipping unreadable file {path} ({type(exc).__name__})", file=sys.stderr
-            )
+        if why is not None:
+            print(f"warning: skipping file {path}: {why}", file=sys.stderr)
             continue
         good.append(path)
     return good
 
 
 def _glob_view(
-    con: duckdb.DuckDBPyConnection, view: str, folder: Path, columns: dict[str, str]
+    con: duckdb.DuckDBPyConnection, view: str, files: list[Path], columns: dict[str, str]
 ) -> None:
-    """``view`` over the readable ``folder/*.parquet`` (an empty typed view when there are
-    none)."""
-    files = _readable(folder)
+    """``view`` over the sound ``files`` (an empty typed view when there are none)."""
     if files:
         paths = "[" + ", ".join(_lit(str(p)) for p in files) + "]"
         cols = ", ".join(_quote(c) for c in columns)
@@ -172,16 +171,8 @@ def _observables_view(con: duckdb.DuckDBPyConnection, folder: Path, files: list[
     )
 
 
-def _experiment_records(folder: Path) -> list[tuple[str, dict]]:
-    out = []
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.glob("*.parquet")):
-        try:
-            out.append((str(path), json.loads(pq.read_schema(path).metadata[META_KEY])))
-        except Exception:  # damaged or foreign file: not an experiment record
-            continue
-    return out
+def _experiment_records(files: list[Path]) -> list[tuple[str, dict]]:
+    return [(str(p), json.loads(pq.read_schema(p).metadata[META_KEY])) for p in files]
 
 
 def view_names(parent: str, names) -> dict[str, str]:
@@ -268,8 +259,10 @@ def _config_views(
     return rows
 
 
-def _experiment_views(con: duckdb.DuckDBPyConnection, folder: Path) -> list[tuple[str, str, str]]:
-    records = _experiment_records(folder)
+def _experiment_views(
+    con: duckdb.DuckDBPyConnection, files: list[Path]
+) -> list[tuple[str, str, str]]:
+    records = _experiment_records(files)
     links = {"experiment": [], "preset": [], "key": [], "run_id": []}
     rows: list[dict] = []
     types: dict[str, dict[str, str | None]] = {}
@@ -352,15 +345,24 @@ def _runs_view(
 def connect(root: str | Path | None = None, save_catalog: bool = True) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the views ``runs``, ``observables``, ``claims``,
     ``experiments``, ``experiment_runs``, ``failures``, ``config_views`` and one typed view per
-    stored family and experiment over ``root`` (see the module doc).
+    stored family and experiment over ``root`` (see the module doc); InputError (exit code 2)
+    when ``root`` is not a folder. Damaged experiment and failure records are left out with
+    one warning line each (:mod:`attndyn.store.check`), as damaged runs are by the catalog.
 
     Opening updates the run catalog (``catalog.parquet``) unless ``save_catalog`` is false."""
     root = results_dir(root)
+    if not root.is_dir():
+        raise InputError(
+            f"no results folder {root} (give --out, set ATTNDYN_RESULTS, or store runs first)"
+        )
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
-    _glob_view(con, "claims", root / "experiments", CLAIM_COLUMNS)
-    _glob_view(con, "failures", root / "failures", FAILURE_COLUMNS)
-    typed = _experiment_views(con, root / "experiments")
+    experiments = _readable(root / "experiments", check.experiment_problem)
+    _glob_view(con, "claims", experiments, CLAIM_COLUMNS)
+    _glob_view(
+        con, "failures", _readable(root / "failures", check.failure_problem), FAILURE_COLUMNS
+    )
+    typed = _experiment_views(con, experiments)
     cat = catalog_mod.load(root, save=save_catalog)
     _observables_view(con, root / "runs", cat.table.column("file").to_pylist())
     typed = _runs_view(con, root, cat) + typed

@@ -131,10 +131,15 @@ def run_sweep(
 
     Everything is validated before anything runs or is written (InputError). A failing run is
     recorded (``failures`` view) and the sweep goes on; a results folder that cannot be written
-    raises StoreError before any run starts, or stops the sweep when it happens mid-way.
+    raises NotWritable (exit code 2) before any run starts, or StoreError when it happens
+    mid-way. Stored runs are checked first (:meth:`Store.sound`): a damaged one is quarantined
+    and run again.
     """
     _check_executor(executor, workers, address)
     plan = plan_sweep(spec, out)
+    store = Store(plan.root)
+    if plan.spec.kind == "family":
+        plan.stored = store.sound(plan.stored)  # damaged runs: quarantined, so run again
     n_workers = workers or default_workers()
     summary = SweepSummary(
         sweep=plan.spec.sweep,
@@ -148,8 +153,7 @@ def run_sweep(
     summary.tasks = len(todo)
     if not todo:
         return summary
-    store = Store(plan.root)
-    store.check_writable()
+    store.check_writable()  # NotWritable (exit 2) before anything runs
     store.clean_temporary()
     start = time.perf_counter()
     bar = SweepProgress(plan.missing, len(plan.stored), plan.spec.sweep, enabled=progress)

@@ -140,39 +140,50 @@ def configure_worker() -> None:
 def run_task(task: Task, root: str) -> TaskResult:
     """Run ``task`` in a worker and store its runs under ``root``.
 
-    A run already stored is not rewritten. An exception in a group records a failure for each
-    of its missing runs and the task goes on; a storage error (disk full, folder not writable)
-    propagates, since nothing else could be stored either.
+    A run already stored is not rewritten; the missing runs of a group are computed under their
+    per-run locks (a run that another process stored meanwhile is not computed again). An
+    exception in a group records a failure for each of its missing runs and the task goes on;
+    a storage error (disk full, folder not writable) propagates, since nothing else could be
+    stored either.
     """
     configure_worker()
-    from attndyn.store import Store, StoreError
+    from attndyn.store import Store
 
     store = Store(root)
     result = TaskResult(index=task.index, host=os.uname().nodename, pid=os.getpid())
     start = time.perf_counter()
     for group in task.groups:
         missing = [r for r in group.runs if not _stored(store, r)]
+        if missing:  # another process computing one of them: wait for it, then look again
+            with store.lock(*[r.run_id for r in missing]):
+                missing = [r for r in missing if not _stored(store, r)]
+                _run_missing(task, group, missing, store, result)
         for r in group.runs:
-            if r not in missing:
-                result.status[r.run_id] = "present"
-        if not missing:
-            continue
-        try:
-            _run_group(task, group, missing, store)
-        except StoreError:
-            raise
-        except Exception as exc:
-            for r in missing:
-                store.write_failure(
-                    r.run_id, kind=r.kind, name=r.name, config=r.config, error=exc, sweep=task.sweep
-                )
-                result.status[r.run_id] = "failed"
-                result.errors[r.run_id] = " ".join(f"{type(exc).__name__}: {exc}".split())
-            continue
-        for r in missing:
-            result.status[r.run_id] = "ok"
+            result.status.setdefault(r.run_id, "present")
     result.wall_s = time.perf_counter() - start
     return result
+
+
+def _run_missing(task: Task, group: Group, missing: list[RunItem], store, result) -> None:
+    """Compute the group and store its ``missing`` runs; a failure is recorded per run."""
+    from attndyn.store import StoreError
+
+    if not missing:
+        return
+    try:
+        _run_group(task, group, missing, store)
+    except StoreError:
+        raise
+    except Exception as exc:
+        for r in missing:
+            store.write_failure(
+                r.run_id, kind=r.kind, name=r.name, config=r.config, error=exc, sweep=task.sweep
+            )
+            result.status[r.run_id] = "failed"
+            result.errors[r.run_id] = " ".join(f"{type(exc).__name__}: {exc}".split())
+        return
+    for r in missing:
+        result.status[r.run_id] = "ok"
 
 
 def _stored(store, item: RunItem) -> bool:

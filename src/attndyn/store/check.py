@@ -1,0 +1,116 @@
+"""``attndyn runs --check``: every problem of a results folder, one per file.
+
+The checks are those the readers apply (docs/store.md, "Damaged files"): a run file is checked by
+:meth:`attndyn.store.files.Store.problem` (readable, its footer a run record naming its file, its
+data matching the record's checksum); an experiment record must read, name its own key and match
+its checksum; a failure record must read and name its own run. Any other file in ``runs/``,
+``experiments/`` or ``failures/`` is foreign. Hidden files (temporaries of writers) and the
+folders ``locks/``, ``quarantine/`` and ``figures/`` are not results and are not checked.
+Checking moves nothing: quarantine happens when ``simulate``, ``run`` or ``sweep`` need the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from attndyn.errors import InputError
+from attndyn.store.files import META_KEY, Store, checksum, results_dir, unreadable
+
+FAILURE_KEYS = ("run_id", "error", "config")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file (path relative to the results folder) and what is wrong with it."""
+
+    file: str
+    problem: str
+
+
+def experiment_problem(path: Path) -> str | None:
+    """Why the experiment record ``path`` is damaged, or None when it is sound."""
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        return unreadable(exc)
+    text = (table.schema.metadata or {}).get(META_KEY)
+    try:
+        record = json.loads(text) if text is not None else None
+    except ValueError:
+        return "its experiment record is not valid JSON"
+    if not isinstance(record, dict):
+        return "no experiment record in its footer"
+    if record.get("key") != path.stem:
+        return f"its record names experiment run {record.get('key')!r}, not its file name"
+    if "checksum" in record and record["checksum"] != checksum(table):
+        return "its data do not match its checksum"
+    return None
+
+
+def failure_problem(path: Path) -> str | None:
+    """Why the failure record ``path`` is damaged, or None when it is sound."""
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        return unreadable(exc)
+    if any(k not in table.column_names for k in FAILURE_KEYS) or table.num_rows != 1:
+        return "not a failure record (one row with run_id, error, config)"
+    if table.column("run_id")[0].as_py() != path.stem:
+        return "its record names another run than its file name"
+    return None
+
+
+def _entries(folder: Path):
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def problems(root: Path) -> list[Problem]:
+    """Every problem of the results folder ``root``, in file order."""
+    store = Store(root)
+    out: list[Problem] = []
+
+    def add(path: Path, why: str | None) -> None:
+        if why is not None:
+            out.append(Problem(str(path.relative_to(store.root)), why))
+
+    checks = {
+        store.runs: lambda p: store.problem(p.stem),
+        store.experiments: experiment_problem,
+        store.failures: failure_problem,
+    }
+    for folder, check in checks.items():
+        for path in _entries(folder):
+            if path.is_dir() or path.suffix != ".parquet":
+                add(path, "foreign file (not a .parquet file of this folder)")
+                continue
+            with contextlib.suppress(FileNotFoundError):  # removed since the listing
+                add(path, check(path))
+    return out
+
+
+def report(out, as_json: bool = False) -> int:
+    """Print the problems of the results folder ``out`` (one line each, or a JSON list of
+    ``{file, problem}``) and a summary line on stderr; returns the exit code: 0 when there is
+    none, 1 otherwise. InputError when ``out`` is not a folder."""
+    root = results_dir(out)
+    if not root.is_dir():
+        raise InputError(f"no results folder {root} (give --out or set ATTNDYN_RESULTS)")
+    found = problems(root)
+    from attndyn.cli import one_line  # a hostile file name cannot break the one-line format
+
+    if as_json:
+        print(json.dumps([{"file": p.file, "problem": p.problem} for p in found]))
+    else:
+        for p in found:
+            print(one_line(f"{p.file}: {p.problem}"))
+    what = f"{len(found)} damaged or foreign files" if found else "no problems"
+    print(f"{root}: {what}", file=sys.stderr)
+    return 1 if found else 0
