@@ -70,7 +70,8 @@ def test_python_api_results_and_simulate_with_out(stored, tmp_path):
 
 
 def test_empty_results_folder_has_empty_views(tmp_path):
-    con = connect(tmp_path / "nothing")
+    (tmp_path / "empty").mkdir()
+    con = connect(tmp_path / "empty")
     assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM observables").fetchone()[0] == 0
 
