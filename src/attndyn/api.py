@@ -166,7 +166,15 @@ class Results:
             pandas.DataFrame with the query's columns, one row per result row.
         """
         queries.read_only(self.con, sql)
-        return self.con.execute(sql).df()
+        queries.planned(self.con, sql, field="sql")  # InputError: the SQL itself is wrong
+        try:
+            return queries.executed(self.con, sql)
+        except queries.DataReadError:  # a damaged run file: named, left out, asked again
+            bad = queries.damaged_runs(self.con, self.root)
+            if not bad:
+                raise
+            self.con = queries.reconnect(self.root, bad)
+            return queries.executed(self.con, sql)
 
     def runs(self, family: str | None = None) -> pd.DataFrame:
         """The ``runs`` view (or with ``family`` that family's typed view ``runs_<family>``,

@@ -277,7 +277,7 @@ def query(
     res = results(out)
     try:
         frame = res.query(sql)
-    except duckdb.Error as exc:
+    except duckdb.Error as exc:  # not reached for damaged files: Results.query skips them
         raise InputError(f"invalid SQL: {str(exc).splitlines()[0]}") from None
     if _emit_machine_readable(frame, as_json, as_csv):
         return
@@ -396,7 +396,7 @@ def runs(
 ) -> None:
     """List stored runs (the runs view, or with --family that family's view); the table shows
     the config fields that vary. --check lists the problems of the results folder instead."""
-    from attndyn.store import connect, queries
+    from attndyn.store import queries
 
     if as_json and as_csv:
         raise InputError("choose one of --json and --csv")
@@ -404,7 +404,7 @@ def runs(
         from attndyn.store.check import report
 
         raise typer.Exit(report(out, as_json))
-    frame = queries.runs(connect(out), family, experiment, where)
+    frame = queries.answer(out, lambda con: queries.runs(con, family, experiment, where))
     if as_json and "config" in frame.columns:
         frame["config"] = frame["config"].map(json.loads)
     if _emit_machine_readable(frame, as_json, as_csv):
@@ -447,10 +447,12 @@ def export(
 ) -> None:
     """Write runs × observables (one row per recorded value, with its run's columns; with
     --family, its config fields as typed columns)."""
-    from attndyn.store import connect, queries
+    from attndyn.store import queries
 
     output = Path(output or f"attndyn-export.{format_}")
-    n = queries.export(connect(out), output, format_, family, experiment, where)
+    n = queries.answer(
+        out, lambda con: queries.export(con, output, format_, family, experiment, where)
+    )
     print(f"wrote {n} rows to {output}")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -50,6 +51,80 @@ def _selection(
         return view, "", []
     cond = "run_id IN (SELECT run_id FROM experiment_runs WHERE experiment = ?)"
     return view, cond, [experiment]
+
+
+class DataReadError(StoreError):
+    """DuckDB planned the query but failed reading the stored data: a damaged file, never the
+    user's SQL (:func:`answer` finds the file and asks again without it)."""
+
+
+def planned(con: duckdb.DuckDBPyConnection, sql: str, params=None, field: str = "where") -> None:
+    """InputError when ``sql`` does not bind (EXPLAIN plans it without reading data)."""
+    try:
+        for st in con.extract_statements(sql):
+            if st.type.name == "SELECT":
+                con.execute(f"EXPLAIN {st.query}", params or [])
+    except duckdb.Error as exc:
+        first = str(exc).splitlines()[0]
+        if field == "sql":
+            raise InputError(f"invalid SQL: {first}") from None
+        raise InputError(f"invalid value for '{field}': {first}") from None
+
+
+def executed(con: duckdb.DuckDBPyConnection, sql: str, params=None) -> pd.DataFrame:
+    """The result of ``sql`` (already :func:`planned`); DataReadError when reading fails."""
+    try:
+        return con.execute(sql, params or []).df()
+    except duckdb.Error as exc:
+        raise DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}") from None
+
+
+def answer(root, ask):
+    """``ask(con)`` on a connection to ``root``; when it fails reading stored data
+    (DataReadError), the catalogued run files are checked (:meth:`Store.problem`), each damaged
+    one is named in one warning line and left out, and ``ask`` runs once more. Nothing is
+    moved (``simulate`` and ``sweep`` quarantine)."""
+    from attndyn.store.views import connect
+
+    con = connect(root)
+    try:
+        return ask(con)
+    except DataReadError:
+        bad = damaged_runs(con, root)
+        if not bad:
+            raise
+    return ask(reconnect(root, bad))
+
+
+def reconnect(root, bad: set[str]) -> duckdb.DuckDBPyConnection:
+    """A connection to ``root`` without the run files ``bad``; the warnings of the first
+    connection are not printed twice."""
+    import contextlib
+    import io
+
+    from attndyn.store.views import connect
+
+    with contextlib.redirect_stderr(io.StringIO()):
+        return connect(root, exclude=bad)
+
+
+def damaged_runs(con: duckdb.DuckDBPyConnection, root) -> set[str]:
+    """File names of the catalogued runs that fail their checks, each named on stderr."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attndyn.store.files import Store
+
+    store = Store(root)
+    names = [Path(f).name for (f,) in con.execute("SELECT file FROM runs").fetchall()]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        reasons = list(pool.map(lambda n: store.problem(n[: -len(".parquet")]), names))
+    bad = set()
+    for name, why in zip(names, reasons, strict=True):
+        if why is not None:
+            print(f"warning: skipping run file {store.runs / name}: {why}", file=sys.stderr)
+            bad.add(name)
+    return bad
 
 
 def _invalid_where(exc: duckdb.Error) -> InputError:
@@ -118,10 +193,9 @@ def runs(
     view, cond, params = _selection(con, family, experiment)
     clauses = [c for c in (cond, f"({where})" if where else "") if c]
     sql = f"SELECT * FROM {view}" + (f" WHERE {' AND '.join(clauses)}" if clauses else "")
-    try:
-        return con.execute(sql + " ORDER BY created, run_id", params).df()
-    except duckdb.Error as exc:
-        raise _invalid_where(exc) from None
+    sql += " ORDER BY created, run_id"
+    planned(con, sql, params)
+    return executed(con, sql, params)
 
 
 def flat_config(frame: pd.DataFrame) -> pd.DataFrame:
@@ -171,11 +245,11 @@ def export(
     sql = f"SELECT * FROM ({joined})" + (f" WHERE ({where})" if where else "")
     sql += " ORDER BY run_id, name, seed, time"
     tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
+    planned(con, sql, params)  # bad SQL: nothing is written
     try:
-        con.execute(f"SELECT * FROM ({sql}) LIMIT 0", params)  # bad SQL: nothing is written
         reader = con.sql(sql, params=params).to_arrow_reader()
     except duckdb.Error as exc:
-        raise _invalid_where(exc) from None
+        raise DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}") from None
     written = 0
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -188,10 +262,11 @@ def export(
                 writer.write_batch(batch)
                 written += batch.num_rows
         os.replace(tmp, output)
-    except duckdb.Error as exc:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
-        raise StoreError(f"cannot read the results: {str(exc).splitlines()[0]}") from None
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from None
+        if isinstance(exc, duckdb.Error | pa.ArrowException):  # reading the stored data
+            raise DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}") from None
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from None
+        raise
     return written

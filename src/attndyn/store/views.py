@@ -342,14 +342,17 @@ def _runs_view(
     return _config_views(con, "runs", "family", cat.types, "run_id")
 
 
-def connect(root: str | Path | None = None, save_catalog: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(
+    root: str | Path | None = None, save_catalog: bool = True, exclude=frozenset()
+) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the views ``runs``, ``observables``, ``claims``,
     ``experiments``, ``experiment_runs``, ``failures``, ``config_views`` and one typed view per
     stored family and experiment over ``root`` (see the module doc); InputError (exit code 2)
     when ``root`` is not a folder. Damaged experiment and failure records are left out with
     one warning line each (:mod:`attndyn.store.check`), as damaged runs are by the catalog.
 
-    Opening updates the run catalog (``catalog.parquet``) unless ``save_catalog`` is false."""
+    Opening updates the run catalog (``catalog.parquet``) unless ``save_catalog`` is false;
+    the run files named in ``exclude`` are left out."""
     root = results_dir(root)
     if not root.is_dir():
         raise InputError(
@@ -364,6 +367,9 @@ def connect(root: str | Path | None = None, save_catalog: bool = True) -> duckdb
     )
     typed = _experiment_views(con, experiments)
     cat = catalog_mod.load(root, save=save_catalog)
+    if exclude:  # run files found damaged (attndyn.store.queries.answer)
+        keep = [f not in exclude for f in cat.table.column("file").to_pylist()]
+        cat = catalog_mod.Catalog(cat.table.filter(pa.array(keep, pa.bool_())), cat.types)
     _observables_view(con, root / "runs", cat.table.column("file").to_pylist())
     typed = _runs_view(con, root, cat) + typed
     listing = {"view": [], "parent": [], "name": []}
