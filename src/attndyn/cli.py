@@ -91,16 +91,19 @@ def simulate(
     store = Store(out)
     rid = runs.run_id(family, config)
     if dry_run or (not yes and (force or not store.exists(rid))):
-        est = estimate.calibrate(family, config, below=None if dry_run else max_hours * 3600)
+        below = None if dry_run else max_hours * 3600
+        est, error = estimate.try_calibrate(family, config, below=below)
         if dry_run:
             stored = store.exists(rid)
+            payload = est.as_json() if est else {"steps": config.total_steps, "error": error}
             if as_json:
-                print(json.dumps(json_safe({"run_id": rid, "stored": stored, **est.as_json()})))
+                print(json.dumps(json_safe({"run_id": rid, "stored": stored, **payload})))
             else:
                 print(f"{family} run {rid} ({'stored' if stored else 'not stored'})")
-                print(estimate.summary_line(est))
+                print(estimate.summary_line(est) if est else f"no estimate: {error}")
             return
-        estimate.confirm(est.seconds, max_hours, yes, f"{family} run {rid}")
+        if est is not None:
+            estimate.confirm(est.seconds, max_hours, yes, f"{family} run {rid}")
     traj, reused = runs.simulation(family, config, store, force)
     rid = traj.attrs["run_id"]
     summary = _final_summary(traj, get_family(family).SUMMARY)

@@ -178,6 +178,17 @@ def calibrate(
     )
 
 
+def try_calibrate(
+    family: str, config: Any, seeds: Sequence[int] | None = None, **kwargs: Any
+) -> tuple[RunEstimate | None, str | None]:
+    """:func:`calibrate`, or (None, the error's one line) if the short run raised: the run
+    itself would raise the same way, where it is reported as usual."""
+    try:
+        return calibrate(family, config, seeds, **kwargs), None
+    except Exception as exc:  # noqa: BLE001 - any failure of the family's own code
+        return None, " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     with _CompileClock() as clock:
         start = time.perf_counter()

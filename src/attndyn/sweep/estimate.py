@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from attndyn.core.estimate import RunEstimate, calibrate
+from attndyn.core.estimate import RunEstimate, try_calibrate
 from attndyn.sweep.run import SweepPlan, plan_sweep
 from attndyn.sweep.spec import RunItem, SweepSpec, load_spec
 from attndyn.sweep.tasks import Group
@@ -137,12 +137,12 @@ def estimate_sweep(
     n_tasks = len(todo) if plan is None else len(plan.todo)
     parallel = max(1, min(workers, round(scale * n_tasks)))
     run_below = None if below is None else below * parallel * heavy_cost / (2 * scale * work)
-    run = calibrate(
-        spec.name,
-        _config(spec, heavy.runs[0]),
-        seeds=heavy.seeds,
-        below=run_below,
+    run, error = try_calibrate(
+        spec.name, _config(spec, heavy.runs[0]), heavy.seeds, below=run_below
     )
+    if run is None:
+        est.note = (est.note + "; " if est.note else "") + f"no time estimate: {error}"
+        return est, plan
     est.calibration = {"run_id": heavy.runs[0].run_id, **run.as_json()}
     est.seconds = _wall(run, todo, missing, scale, parallel)
     per_value = run.values / (run.records * run.seeds)
@@ -225,5 +225,7 @@ def summary_lines(est: SweepEstimate, root) -> list[str]:
                 f"{cal['calibration_steps']} of {cal['steps']} steps: "
                 f"{cal['step_s']:.3g} s/step, compile {cal['compile_s']:.3g} s)"
             )
+    if est.seconds is None and est.note and not est.sampled:
+        cost.append(est.note)
     lines.append("; ".join(cost))
     return lines
