@@ -81,9 +81,16 @@ class SweepSpec:
     label: str = "sweep"  # how messages name the spec (its file name)
     description: str = ""
     sweep: str = "sweep"  # recorded with every stored run (the spec file's stem)
+    _axes_cache: list | None = field(default=None, init=False, repr=False, compare=False)
 
     def _axes(self) -> list[list[dict[str, Any]]]:
-        """One list per crossed axis: a single key's values, or the zipped keys' paired values."""
+        """One list per crossed axis: a single key's values, or the zipped keys' paired values
+        (built once)."""
+        if self._axes_cache is None:
+            self._axes_cache = self._build_axes()
+        return self._axes_cache
+
+    def _build_axes(self) -> list[list[dict[str, Any]]]:
         axes: list[list[dict[str, Any]]] = []
         zipped_done = False
         for key, values in self.grid.items():
@@ -133,7 +140,7 @@ class SweepSpec:
     def sample(self, limit: int) -> list[int]:
         """Indices of at most ``limit`` grid points: all of them, or evenly spaced from the first
         to the last."""
-        n = self.size
+        n, limit = self.size, max(limit, 2)
         if n <= limit:
             return list(range(n))
         return sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
