@@ -51,10 +51,10 @@ def values(root):
 
 @pytest.fixture(scope="module")
 def zipped(tmp_path_factory):
-    """A local sweep (2 workers) of 4 runs in 2 tasks: lr 0.02 with seed = 0, 1, 2 (one
-    vmapped group over seeds 0-3) and lr 0.03 with seed 5 (alone)."""
+    """A local sweep (2 workers) of 4 runs (2 seeds each) in 2 tasks: lr 0.02 with seed = 0, 2,
+    4 (one vmapped group over seeds 0-5) and lr 0.03 with seed 6 (alone)."""
     folder = tmp_path_factory.mktemp("zipped")
-    path = spec_file(folder, "lr = [0.02, 0.02, 0.02, 0.03]\nseed = [0, 1, 2, 5]", "zip = true")
+    path = spec_file(folder, "lr = [0.02, 0.02, 0.02, 0.03]\nseed = [0, 2, 4, 6]", "zip = true")
     out = folder / "results"
     summary = run_sweep(path, out, workers=2, progress=False)
     return path, out, summary
@@ -67,8 +67,8 @@ def test_grouped_runs_are_slices_of_one_vmapped_simulation(zipped):
     path, out, summary = zipped
     assert (summary.total, summary.done, summary.failed, summary.tasks) == (4, 4, 0, 2)
     base = dict(d=8, t_max=0.05, records=4, batch=4, test_size=8, seeds=2)
-    whole = aim.simulate(make_config("aim", base | {"lr": 0.02}), seeds=[0, 1, 2, 3])
-    alone = attndyn.simulate("aim", **base, lr=0.03, seed=5)
+    whole = aim.simulate(make_config("aim", base | {"lr": 0.02}), seeds=list(range(6)))
+    alone = attndyn.simulate("aim", **base, lr=0.03, seed=6)
     store = Store(out)
     for item in load_spec(path).expand():
         first = item.config["seed"]
@@ -80,7 +80,7 @@ def test_grouped_runs_are_slices_of_one_vmapped_simulation(zipped):
             np.testing.assert_array_equal(stored[name].values, expected[name].values)
         meta = store.metadata(item.run_id)
         assert meta["config"] == item.config and meta["sweep"] == "tiny"
-        assert meta["vmap_seeds"] == ([0, 1, 2, 3] if grouped else None)
+        assert meta["vmap_seeds"] == (list(range(6)) if grouped else None)
     rows = connect(out).execute("SELECT DISTINCT sweep FROM runs").fetchall()
     assert rows == [("tiny",)]
     again = run_sweep(path, out, workers=2, progress=False)
@@ -106,7 +106,7 @@ def test_failed_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    path = spec_file(tmp_path, 'activation = ["h2", "boom"]\nseed = [0, 1]')
+    path = spec_file(tmp_path, 'activation = ["h2", "boom"]\nseed = [0, 2]')
     out = tmp_path / "results"
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
@@ -137,7 +137,7 @@ def test_failed_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
 
 
 def test_results_folder_that_is_a_file_is_a_clear_error(tmp_path):
-    path = spec_file(tmp_path, "seed = [0, 1]")
+    path = spec_file(tmp_path, "seed = [0, 2]")
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("keep me")
     proc = subprocess.run(
@@ -166,7 +166,7 @@ def test_disk_full_mid_sweep_stops_with_a_clear_error_and_no_partial_files(tmp_p
     """Writes past 4 KiB fail with EFBIG in the sweep and its workers, as on a full disk; every
     run file is larger: the first write fails, the sweep stops with one error line and exit 1,
     and nothing is left behind."""
-    path = spec_file(tmp_path, "lr = [0.02, 0.04]\nseed = [0, 1]")
+    path = spec_file(tmp_path, "lr = [0.02, 0.04]\nseed = [0, 2]")
     out = tmp_path / "results"
     env = dict(os.environ, ATTNDYN_JAX_CACHE="off")
     proc = subprocess.run(

@@ -6,8 +6,9 @@
   (stored files untouched) and the final store equals an uninterrupted sweep's;
 - files left half-written by a killed writer are never read as results.
 
-The spec: 2 step constants × 20 seeds = 40 tiny AIM runs (d = 8, 2 seeds each), grouped into
-10 tasks of 4 configs, each one vmapped simulation over 5 seeds (two compiled programs in all).
+The spec: 2 step constants × 20 seeds = 40 tiny AIM runs (d = 8, one seed each: a grid over
+seed implies seeds = 1), grouped into 10 tasks of 4 configs, each one vmapped simulation over 4
+seeds (two compiled programs in all).
 """
 
 from __future__ import annotations
@@ -29,14 +30,13 @@ from attndyn.sweep import load_spec, plan_sweep, run_sweep
 
 SPEC = """
 family = "aim"
-max_group_seeds = 5
+max_group_seeds = 4
 [base]
 d = 8
 t_max = 0.05
 records = 4
 batch = 4
 test_size = 8
-seeds = 2
 [grid]
 lr = [0.02, 0.05]
 seed = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]

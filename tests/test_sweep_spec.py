@@ -50,8 +50,8 @@ def test_issue_spec_expands_to_40_runs_in_grid_order(tmp_path):
     spec = load_spec(write(tmp_path, ISSUE_SPEC))
     items = spec.expand()
     assert len(items) == 40
-    expected = [
-        run_id("aim", make_config("aim", {"param": "tied", "d": d, "seed": s}))
+    expected = [  # a grid over seed implies seeds = 1: each run stores its own seed only
+        run_id("aim", make_config("aim", {"param": "tied", "d": d, "seed": s, "seeds": 1}))
         for d, s in itertools.product([16, 20, 24, 28, 32], range(8))
     ]
     assert [r.run_id for r in items] == expected
@@ -67,8 +67,9 @@ def test_issue_spec_groups_seeds_into_one_vmapped_task_per_d(tmp_path):
         (group,) = task.groups
         assert {r.config["d"] for r in group.runs} == {d}
         assert len(group.runs) == 8
-        # default seeds = 4: configs seed = 0..7 cover seeds 0..10, simulated once each
-        assert group.seeds == tuple(range(11))
+        # seeds = 1 per grid point: configs seed = 0..7 are seeds 0..7, simulated once each
+        assert group.seeds == tuple(range(8))
+        assert [r.config["seeds"] for r in group.runs] == [1] * 8
     assert sorted(r.run_id for t in tasks for r in t.runs) == sorted(r.run_id for r in items)
 
 
@@ -90,21 +91,25 @@ def test_group_seeds_false_runs_each_config_alone(tmp_path):
 
 
 def test_max_group_seeds_splits_groups_in_seed_order(tmp_path):
-    spec = load_spec(write(tmp_path, "max_group_seeds = 6\n" + ISSUE_SPEC))
+    spaced = ISSUE_SPEC.replace("seed = [0, 1, 2, 3, 4, 5, 6, 7]", "seed = [0, 2, 4, 6, 8]")
+    spaced = spaced.replace('param = "tied"', 'param = "tied"\nseeds = 2')
+    spec = load_spec(write(tmp_path, "max_group_seeds = 5\n" + spaced))
     tasks = make_tasks(spec, spec.expand())
     for task in tasks:
         (group,) = task.groups
-        assert len(group.seeds) <= 6
+        seeds = group.seeds or tuple(range(group.runs[0].config["seed"], 10))  # a lone run
+        assert len(seeds) <= 5
         for r in group.runs:  # every config's seeds are inside its group
-            assert set(range(r.config["seed"], r.config["seed"] + 4)) <= set(group.seeds)
-    assert len(tasks) == 5 * 3  # seeds 0-5 (configs 0-2), 3-8 (3-5), 6-10 (6-7)
-    assert sum(len(t.runs) for t in tasks) == 40
+            assert set(range(r.config["seed"], r.config["seed"] + 2)) <= set(seeds)
+    assert len(tasks) == 5 * 3  # seeds 0-3 (configs 0, 2), 4-7 (4, 6), config 8 alone
+    assert [t.groups[0].seeds for t in tasks[:3]] == [(0, 1, 2, 3), (4, 5, 6, 7), None]
+    assert sum(len(t.runs) for t in tasks) == 25
 
 
 def test_zip_pairs_lists_and_a_zip_list_crosses_the_pair_with_the_rest():
     base = {"family": "aim", "base": {"d": 8}}
     paired = parse_spec({**base, "zip": True, "grid": {"lr": [0.1, 0.2], "seed": [3, 4]}})
-    assert paired.points() == [{"lr": 0.1, "seed": 3}, {"lr": 0.2, "seed": 4}]
+    assert list(paired.points()) == [{"lr": 0.1, "seed": 3}, {"lr": 0.2, "seed": 4}]
     partial = parse_spec(
         {
             **base,
@@ -112,7 +117,7 @@ def test_zip_pairs_lists_and_a_zip_list_crosses_the_pair_with_the_rest():
             "grid": {"lr": [0.1, 0.2], "seed": [0, 1], "batch": [2, 4]},
         }
     )
-    assert partial.points() == [
+    assert list(partial.points()) == [
         {"lr": 0.1, "batch": 2, "seed": 0},
         {"lr": 0.1, "batch": 2, "seed": 1},
         {"lr": 0.2, "batch": 4, "seed": 0},
@@ -127,16 +132,21 @@ def test_duplicate_points_are_run_once():
 
 def test_experiment_spec_expands_to_experiment_runs():
     spec = parse_spec(
-        {"experiment": "aim-parameterization", "preset": "small", "grid": {"seeds": [2, 3]}}
+        {
+            "experiment": "aim-parameterization",
+            "preset": "small",
+            "zip": True,
+            "grid": {"seeds": [2, 3], "seed": [0, 2]},  # seeds 0-1 and 2-4: disjoint
+        }
     )
     items = spec.expand()
     keys = [
         experiment_key(
             "aim-parameterization",
             "small",
-            experiment_config("aim-parameterization", "small", {"seeds": s})[1],
+            experiment_config("aim-parameterization", "small", {"seeds": n, "seed": s})[1],
         )
-        for s in (2, 3)
+        for n, s in ((2, 0), (3, 2))
     ]
     assert [r.run_id for r in items] == keys
     assert [len(t.groups) for t in make_tasks(spec, items)] == [1, 1]
@@ -149,7 +159,7 @@ def test_dry_run_lists_runs_and_writes_nothing(tmp_path, monkeypatch, capsys):
         monkeypatch, capsys, "sweep", str(path), "--dry-run", "--json", "--out", str(out)
     )
     assert code == 0
-    rows = json.loads(stdout)
+    rows = json.loads(stdout)["rows"]
     assert len(rows) == 40 and not any(r["stored"] for r in rows)
     assert {r["task"] for r in rows} == set(range(5))
     assert not out.exists()

@@ -36,6 +36,13 @@ SetOpt = Annotated[
     list[str] | None, typer.Option("--set", help="config field, key=value (repeatable)")
 ]
 SeedsOpt = Annotated[int | None, typer.Option(help="number of seeds (same as --set seeds=N)")]
+YesOpt = Annotated[
+    bool, typer.Option("--yes", help="run even if the estimate is above --max-hours")
+]
+MaxHoursOpt = Annotated[
+    float,
+    typer.Option("--max-hours", help="ask for --yes above this estimated time (hours)"),
+]
 
 
 def _values(set_: list[str] | None, seeds: int | None = None) -> dict:
@@ -67,14 +74,36 @@ def simulate(
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute a stored run")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="print steps, memory and estimated time; run nothing")
+    ] = False,
+    yes: YesOpt = False,
+    max_hours: MaxHoursOpt = 1.0,
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
     from attndyn import runs
+    from attndyn.core import estimate
     from attndyn.models import get_family
     from attndyn.store import Store
 
+    estimate.check_max_hours(max_hours)
     config = runs.family_config(family, _values(set_, seeds))
     store = Store(out)
+    rid = runs.run_id(family, config)
+    if dry_run or (not yes and (force or not store.exists(rid))):
+        below = None if dry_run else max_hours * 3600
+        est, error = estimate.try_calibrate(family, config, below=below)
+        if dry_run:
+            stored = store.exists(rid)
+            payload = est.as_json() if est else {"steps": config.total_steps, "error": error}
+            if as_json:
+                print(json.dumps(json_safe({"run_id": rid, "stored": stored, **payload})))
+            else:
+                print(f"{family} run {rid} ({'stored' if stored else 'not stored'})")
+                print(estimate.summary_line(est) if est else f"no estimate: {error}")
+            return
+        if est is not None:
+            estimate.confirm(est.seconds, max_hours, yes, f"{family} run {rid}")
     traj, reused = runs.simulation(family, config, store, force)
     rid = traj.attrs["run_id"]
     summary = _final_summary(traj, get_family(family).SUMMARY)
@@ -308,33 +337,37 @@ def sweep(
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="progress bar on stderr")
     ] = True,
+    yes: YesOpt = False,
+    max_hours: MaxHoursOpt = 1.0,
 ) -> None:
     """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
-    from attndyn.sweep import plan_sweep, run_sweep
+    from attndyn.core.estimate import check_max_hours
+    from attndyn.sweep import run_sweep
+    from attndyn.sweep.estimate import estimate_sweep, guard_sweep, summary_lines
+    from attndyn.sweep.executors import default_workers
 
     if dry_run:
-        plan = plan_sweep(spec, out)
-        rows = plan.rows()
+        check_max_hours(max_hours)
+        est, plan = estimate_sweep(spec, out, workers=workers or default_workers())
         if as_json:
-            print(json.dumps(json_safe(rows)))
+            print(json.dumps(json_safe(est.as_json())))
             return
-        keys = list(plan.spec.grid)
-        table = Table(title=f"sweep {plan.spec.sweep}: {plan.spec.kind} {plan.spec.name}")
-        for col in ("run_id", "task", "state", *keys):
-            table.add_column(col)
-        for row in rows:
-            state = "stored" if row["stored"] else "to run"
-            table.add_row(row["run_id"], str(row["task"]), state, *[str(row[k]) for k in keys])
-        console.print(table)
-        print(
-            f"{len(rows)} runs in {len(plan.tasks)} tasks: {len(plan.stored)} stored, "
-            f"{plan.missing} to run in {len(plan.todo)} tasks (results: {plan.root})"
-        )
+        if plan is not None:
+            keys = list(plan.spec.grid)
+            table = Table(title=f"sweep {plan.spec.sweep}: {plan.spec.kind} {plan.spec.name}")
+            for col in ("run_id", "task", "state", *keys):
+                table.add_column(col)
+            for row in est.rows:
+                state = "stored" if row["stored"] else "to run"
+                table.add_row(row["run_id"], str(row["task"]), state, *[str(row[k]) for k in keys])
+            console.print(table)
+        for line in summary_lines(est, plan.root if plan is not None else None):
+            print(line)
         return
+    kwargs = {"executor": executor, "workers": workers, "address": address}
+    plan = guard_sweep(spec, out, max_hours=max_hours, yes=yes, **kwargs)
     try:
-        summary = run_sweep(
-            spec, out, executor=executor, workers=workers, address=address, progress=progress
-        )
+        summary = run_sweep(plan or spec, out, progress=progress, **kwargs)
     except KeyboardInterrupt:
         print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
         raise typer.Exit(130) from None

@@ -119,7 +119,7 @@ def _check_executor(executor: str, workers: int | None, address: str | None) -> 
 
 
 def run_sweep(
-    spec: SweepSpec | str | os.PathLike,
+    spec: SweepSpec | SweepPlan | str | os.PathLike,
     out=None,
     *,
     executor: str = "local",
@@ -127,7 +127,8 @@ def run_sweep(
     address: str | None = None,
     progress: bool = True,
 ) -> SweepSummary:
-    """Run every run of ``spec`` that is not stored yet in ``out`` and return the summary.
+    """Run every run of ``spec`` (or of a plan from :func:`plan_sweep`) that is not stored yet
+    in ``out`` and return the summary.
 
     Everything is validated before anything runs or is written (InputError). A failing run is
     recorded (``failures`` view) and the sweep goes on; a results folder that cannot be written
@@ -136,7 +137,7 @@ def run_sweep(
     and run again.
     """
     _check_executor(executor, workers, address)
-    plan = plan_sweep(spec, out)
+    plan = spec if isinstance(spec, SweepPlan) else plan_sweep(spec, out)
     store = Store(plan.root)
     if plan.spec.kind == "family":
         plan.stored = store.sound(plan.stored)  # damaged runs: quarantined, so run again

@@ -16,14 +16,23 @@ A spec names what each grid point runs, a base config and a grid::
 
 Grid lists are crossed in the order written (the last key varies fastest). ``zip = true`` pairs
 all of them (equal lengths); ``zip = ["a", "b"]`` pairs those keys and crosses the pair with the
-other keys. Every problem is an :class:`~attndyn.errors.InputError` whose message is one line.
+other keys. The grid is expanded lazily: :attr:`SweepSpec.size` comes from the list lengths and
+:meth:`SweepSpec.point` picks one point by index, so a dry run of a huge grid never builds it.
+
+Seeds never overlap: a run stores seeds ``seed … seed + seeds − 1``, so in a family sweep a grid
+over ``seed`` implies ``seeds = 1`` (unless ``seeds`` is in ``[base]`` or ``[grid]``), and configs
+that differ only in ``seed``/``seeds`` must have disjoint seed ranges (family and experiment
+sweeps alike), so every stored seed trajectory belongs to exactly one run. Every problem is an
+:class:`~attndyn.errors.InputError` whose message is one line.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +63,7 @@ class RunItem:
     config: dict[str, Any]
     point: dict[str, Any]  # this run's grid values
     preset: str | None = None
+    steps: int | None = None  # optimiser steps per seed (family runs)
 
 
 @dataclass
@@ -71,9 +81,16 @@ class SweepSpec:
     label: str = "sweep"  # how messages name the spec (its file name)
     description: str = ""
     sweep: str = "sweep"  # recorded with every stored run (the spec file's stem)
+    _axes_cache: list | None = field(default=None, init=False, repr=False, compare=False)
 
-    def points(self) -> list[dict[str, Any]]:
-        """The grid points in order (crossed, with the zipped keys paired)."""
+    def _axes(self) -> list[list[dict[str, Any]]]:
+        """One list per crossed axis: a single key's values, or the zipped keys' paired values
+        (built once)."""
+        if self._axes_cache is None:
+            self._axes_cache = self._build_axes()
+        return self._axes_cache
+
+    def _build_axes(self) -> list[list[dict[str, Any]]]:
         axes: list[list[dict[str, Any]]] = []
         zipped_done = False
         for key, values in self.grid.items():
@@ -90,20 +107,94 @@ class SweepSpec:
                 )
             else:
                 axes.append([{key: v} for v in values])
-        return [
-            {k: v for part in combo for k, v in part.items()} for combo in itertools.product(*axes)
-        ]
+        return axes
+
+    @property
+    def size(self) -> int:
+        """The number of grid points, from the list lengths (nothing is expanded)."""
+        return math.prod(len(axis) for axis in self._axes())
+
+    @property
+    def implied_seeds(self) -> bool:
+        """True when a grid over ``seed`` sets ``seeds = 1`` (a family sweep without ``seeds``)."""
+        return (
+            self.kind == "family"
+            and "seed" in self.grid
+            and "seeds" not in self.grid
+            and "seeds" not in self.base
+        )
+
+    def points(self) -> Iterator[dict[str, Any]]:
+        """The grid points in order (crossed, with the zipped keys paired), one at a time."""
+        for combo in itertools.product(*self._axes()):
+            yield {k: v for part in combo for k, v in part.items()}
+
+    def point(self, index: int) -> dict[str, Any]:
+        """Grid point number ``index`` (the order of :meth:`points`) without expanding the grid."""
+        parts: list[dict[str, Any]] = []
+        for axis in reversed(self._axes()):
+            index, i = divmod(index, len(axis))
+            parts.append(axis[i])
+        return {k: v for part in reversed(parts) for k, v in part.items()}
+
+    def sample(self, limit: int) -> list[int]:
+        """Indices of at most ``limit`` grid points: all of them, or evenly spaced from the first
+        to the last."""
+        n, limit = self.size, max(limit, 2)
+        if n <= limit:
+            return list(range(n))
+        return sorted({round(i * (n - 1) / (limit - 1)) for i in range(limit)})
 
     def expand(self) -> list[RunItem]:
-        """Every run of the sweep, each config validated; duplicates (same id) kept once."""
+        """Every run of the sweep, each config validated and the seed ranges checked;
+        duplicates (same id) kept once."""
+        self.check_seed_axes()
         items: dict[str, RunItem] = {}
         for point in self.points():
             item = self._item(point)
             items.setdefault(item.run_id, item)
+        runs = list(items.values())
+        check_seed_ranges(runs, self.label, self._seed_field())
+        return runs
+
+    def expand_sample(self, limit: int) -> list[RunItem]:
+        """The runs of :meth:`sample`'s points, validated (duplicates kept once); the seed
+        ranges of the whole grid are checked from its seed axes."""
+        self.check_seed_axes()
+        items: dict[str, RunItem] = {}
+        for index in self.sample(limit):
+            item = self._item(self.point(index))
+            items.setdefault(item.run_id, item)
         return list(items.values())
+
+    def _seed_field(self) -> str:
+        return "grid.seed" if "seed" in self.grid else "grid.seeds"
+
+    def check_seed_axes(self) -> None:
+        """Reject seed ranges that overlap, from the grid's seed axes alone (no expansion):
+        only the axes holding ``seed`` or ``seeds`` vary them."""
+        axes = [a for a in self._axes() if any("seed" in e or "seeds" in e for e in a)]
+        if not axes:
+            return
+        first = self._item(self.point(0)).config
+        if "seed" not in first or "seeds" not in first:
+            return
+        fixed = {"seed": first["seed"], "seeds": first["seeds"]}
+        ranges: dict[str, set[tuple[int, int]]] = {}
+        for combo in itertools.product(*axes):
+            values = {k: v for part in combo for k, v in part.items()}
+            seed, seeds = values.pop("seed", fixed["seed"]), values.pop("seeds", fixed["seeds"])
+            if not _int(seed) or not _int(seeds):
+                continue  # left to the config's own validation
+            key = json.dumps(values, sort_keys=True, default=str)
+            ranges.setdefault(key, set()).add((seed, seeds))
+        for found in ranges.values():
+            _disjoint(found, self.label, self._seed_field())
 
     def _item(self, point: dict[str, Any]) -> RunItem:
         values = {**self.base, **point}
+        if self.implied_seeds:
+            values.setdefault("seeds", 1)
         where = ", ".join(f"{k}={v!r}" for k, v in point.items())
         try:
             if self.kind == "family":
@@ -112,7 +203,12 @@ class SweepSpec:
 
                 config = family_config(self.name, values)
                 return RunItem(
-                    run_id(self.name, config), "family", self.name, canonical(config), point
+                    run_id(self.name, config),
+                    "family",
+                    self.name,
+                    canonical(config),
+                    point,
+                    steps=config.total_steps,
                 )
             from attndyn.experiments.runner import experiment_config, experiment_key
 
@@ -122,6 +218,37 @@ class SweepSpec:
             return RunItem(key, "experiment", self.name, cfg, point, self.preset or "small")
         except InputError as exc:
             raise InputError(f"{self.label}: {exc} (grid point {where})") from None
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _disjoint(ranges: set[tuple[int, int]], label: str, field_name: str) -> None:
+    """Raise if two of the (seed, seeds) ranges share a seed."""
+    ordered = sorted(ranges)
+    for (a, n), (b, m) in itertools.pairwise(ordered):
+        if a + n > b:
+            raise _fail(
+                label,
+                f"{field_name}: seed ranges overlap: seed = {a} with seeds = {n} stores seeds "
+                f"{a}–{a + n - 1} and seed = {b} with seeds = {m} stores {b}–{b + m - 1} "
+                f"(a seed would be stored twice); space seeds by ≥ seeds "
+                f"(e.g. seed = [0, {n}, {2 * n}]) or set seeds = 1",
+            )
+
+
+def check_seed_ranges(items: list[RunItem], label: str, field_name: str = "grid.seed") -> None:
+    """Reject runs whose configs differ only in ``seed``/``seeds`` and share a seed."""
+    ranges: dict[str, set[tuple[int, int]]] = {}
+    for item in items:
+        rest = {k: v for k, v in item.config.items() if k not in ("seed", "seeds")}
+        if "seed" not in item.config or "seeds" not in item.config:
+            continue
+        key = json.dumps(rest, sort_keys=True)
+        ranges.setdefault(key, set()).add((item.config["seed"], item.config["seeds"]))
+    for found in ranges.values():
+        _disjoint(found, label, field_name)
 
 
 def _fail(label: str, message: str) -> InputError:

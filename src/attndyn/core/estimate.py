@@ -1,0 +1,268 @@
+"""What a simulation will cost before it runs: steps, recorded memory and a calibrated time.
+
+:func:`calibrate` runs the family's own ``simulate`` on the same config at a reduced horizon
+(``t_max`` scaled so the run takes n optimiser steps, two linear record points), first n = 16,
+then ×16 until the steps added since the first call take ``enough_s`` or n reaches the
+config's ``total_steps``. JAX's compile events (tracing, lowering, XLA compile or cache retrieval) are
+timed and taken out, so the per-step time is measured after compilation; the last two calls
+give the per-step slope and the fixed overhead (build, init, recording). The estimate is
+
+    compile + overhead + per-step time × total_steps
+
+(record points beyond two are not timed: each costs one observation, usually far less than the
+steps between them). When the calibration reaches ``total_steps`` it *is* the run, and the
+estimate is its measured time. docs/sweeps.md, "Estimates and the time limit", describes how
+the CLI uses it (``--dry-run``, ``--max-hours``, ``--yes``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from attndyn.errors import InputError
+
+MAX_HOURS = 1.0
+"""Default time limit (hours) above which ``attndyn simulate`` and ``sweep`` ask for ``--yes``."""
+
+ENOUGH_S = 0.25
+"""Seconds of steps (beyond the first call's) a calibration must time before its per-step time
+is trusted."""
+
+FIRST_STEPS = 16
+GROWTH = 16
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+
+
+@dataclass
+class RunEstimate:
+    """A run's cost: ``steps`` optimiser steps for each of ``seeds`` seeds, ``values`` recorded
+    values (8 bytes each) and the estimated wall ``seconds`` (see the module doc)."""
+
+    steps: int
+    seeds: int
+    records: int
+    values: int
+    seconds: float
+    compile_s: float
+    step_s: float
+    overhead_s: float
+    calibration_steps: int
+    calibration_s: float
+    exact: bool
+
+    @property
+    def seed_steps(self) -> int:
+        return self.steps * self.seeds
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.values * 8
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "seed_steps": self.seed_steps,
+            "memory_bytes": self.memory_bytes,
+        }
+
+
+class _CompileClock:
+    """Total time inside JAX's compile events (overlapping spans counted once)."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+
+    def _listen(self, event: str, start: float, end: float, **_: Any) -> None:
+        if event in COMPILE_EVENTS:
+            self.spans.append((start, end))
+
+    def __enter__(self) -> _CompileClock:
+        import jax.monitoring
+
+        jax.monitoring.register_event_time_span_listener(self._listen)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import jax.monitoring
+
+        jax.monitoring.unregister_event_time_span_listener(self._listen)
+
+    @property
+    def seconds(self) -> float:
+        total, reach = 0.0, float("-inf")
+        for start, end in sorted(self.spans):
+            if end > reach:
+                total += end - max(start, reach)
+                reach = end
+        return total
+
+
+def reduced(family: str, config: Any, steps: int) -> Any:
+    """``config`` with ``t_max`` scaled so that it takes about ``steps`` optimiser steps, and
+    two linear record points (for calibration)."""
+    from attndyn.core.config import canonical
+    from attndyn.runs import family_config
+
+    values = canonical(config)
+    if steps < config.total_steps:
+        values["t_max"] = config.t_max * steps / config.total_steps
+    values.update(records=2, grid="linear")
+    return family_config(family, values)
+
+
+def record_count(config: Any) -> int:
+    """The number of record points of ``config``'s grid."""
+    from attndyn.core.grids import record_grid
+
+    return len(record_grid(config))
+
+
+def calibrate(
+    family: str,
+    config: Any,
+    seeds: Sequence[int] | None = None,
+    *,
+    enough_s: float = ENOUGH_S,
+    below: float | None = None,
+) -> RunEstimate:
+    """Estimate ``config``'s run (vmapped over ``seeds``, default its own) from short runs of
+    the family's ``simulate`` (module doc). With ``below``, stop as soon as the estimate is
+    surely under ``below`` seconds (an upper bound then: the overhead counted per step)."""
+    from attndyn.models import get_family
+
+    module = get_family(family)
+    total = config.total_steps
+    n_seeds = config.seeds if seeds is None else len(seeds)
+    points: list[tuple[int, float]] = []
+    compile_s = spent = 0.0
+    n, traj = min(total, FIRST_STEPS), None
+    while True:
+        cfg = reduced(family, config, n)
+        wall, comp, traj = _timed(lambda cfg=cfg: module.simulate(cfg, seeds=seeds))
+        spent += wall
+        compile_s = compile_s or comp  # the first call compiles; later ones hit the cache
+        n_done = cfg.total_steps
+        points.append((n_done, max(wall - comp, 0.0)))
+        if n_done >= total or points[-1][1] - points[0][1] >= enough_s:
+            break
+        if below is not None and compile_s + points[-1][1] / n_done * total < below:
+            break
+        n = min(total, n * GROWTH)
+    exact = points[-1][0] >= total
+    step_s, overhead_s = _fit(points)
+    seconds = compile_s + (points[-1][1] if exact else overhead_s + step_s * total)
+    per_record = sum(v.size for v in traj.data_vars.values()) / max(
+        traj.sizes.get("seed", 1) * traj.sizes.get("time", 1), 1
+    )
+    records = record_count(config)
+    return RunEstimate(
+        steps=total,
+        seeds=n_seeds,
+        records=records,
+        values=round(per_record * records * n_seeds),
+        seconds=seconds,
+        compile_s=compile_s,
+        step_s=step_s,
+        overhead_s=overhead_s,
+        calibration_steps=points[-1][0],
+        calibration_s=spent,
+        exact=exact,
+    )
+
+
+def try_calibrate(
+    family: str, config: Any, seeds: Sequence[int] | None = None, **kwargs: Any
+) -> tuple[RunEstimate | None, str | None]:
+    """:func:`calibrate`, or (None, the error's one line) if the short run raised: the run
+    itself would raise the same way, where it is reported as usual."""
+    try:
+        return calibrate(family, config, seeds, **kwargs), None
+    except Exception as exc:  # noqa: BLE001 - any failure of the family's own code
+        return None, " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    with _CompileClock() as clock:
+        start = time.perf_counter()
+        out = fn()
+        wall = time.perf_counter() - start
+    return wall, min(clock.seconds, wall), out
+
+
+def _fit(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(seconds per step, fixed seconds) from the first and last calibration calls; one call: all
+    its time per step (an upper bound)."""
+    n2, t2 = points[-1]
+    if len(points) >= 2:
+        n1, t1 = points[0]
+        slope = (t2 - t1) / (n2 - n1) if n2 > n1 else 0.0
+        if slope > 0:
+            return slope, max(t2 - slope * n2, 0.0)
+    return t2 / n2, 0.0
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` as a short human duration (e.g. ``3.2 s``, ``4.1 min``, ``2.5 h``)."""
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 86400:.3g} days"
+
+
+def size(n_bytes: float) -> str:
+    """``n_bytes`` in B, kB, MB, GB or TB."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n_bytes < 1000 or unit == "TB":
+            return f"{n_bytes:.3g} {unit}"
+        n_bytes /= 1000
+    return ""
+
+
+def check_max_hours(max_hours: float) -> None:
+    if not max_hours > 0 or max_hours == float("inf"):
+        raise InputError(
+            f"invalid value for 'max-hours': must be a positive number (got {max_hours})"
+        )
+
+
+def confirm(seconds: float, max_hours: float, yes: bool, what: str) -> None:
+    """Go on if ``seconds`` is within ``max_hours`` or ``yes``; else ask on a terminal, and
+    refuse (InputError, exit 2) without one or when the answer is not yes."""
+    if yes or seconds <= max_hours * 3600:
+        return
+    message = (
+        f"{what} is estimated at {duration(seconds)}, above --max-hours {max_hours:g}; "
+        "rerun with --yes to run it anyway (--dry-run shows the estimate)"
+    )
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        print(
+            f"{what} is estimated at {duration(seconds)}. Run it? [y/N] ", end="", file=sys.stderr
+        )
+        if input().strip().lower() in ("y", "yes"):
+            return
+    raise InputError(message)
+
+
+def summary_line(est: RunEstimate) -> str:
+    """One line: steps × seeds, recorded memory, the time and how it was measured."""
+    how = (
+        "measured: the calibration ran the whole horizon"
+        if est.exact
+        else f"{est.step_s:.3g} s/step from {est.calibration_steps} calibration steps"
+    )
+    return (
+        f"steps: {est.steps} × {est.seeds} seeds = {est.seed_steps:.4g}; memory: "
+        f"{size(est.memory_bytes)} of recorded values ({est.values} × 8 bytes); time: "
+        f"{duration(est.seconds)} (compile {est.compile_s:.3g} s; {how})"
+    )
