@@ -91,6 +91,8 @@ def simulate(
     store = Store(out)
     rid = runs.run_id(family, config)
     if dry_run or (not yes and (force or not store.exists(rid))):
+        if not dry_run:
+            store.check_writable()  # NotWritable (exit 2) before calibrating or computing
         below = None if dry_run else max_hours * 3600
         est, error = estimate.try_calibrate(family, config, below=below)
         if dry_run:

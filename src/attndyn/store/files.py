@@ -260,9 +260,11 @@ class Store:
             (self.failures / f"{run_id}.parquet").unlink()
 
     def check_writable(self) -> None:
-        """Create the results folder and write, sync and remove a probe file in ``runs/``;
-        :class:`NotWritable` (one line, exit code 2) if that fails. Leaves no file behind."""
+        """Write, sync and remove a probe file in ``runs/`` (creating the folders it needs);
+        :class:`NotWritable` (one line, exit code 2) if that fails. Leaves nothing behind: the
+        folders it created are removed again (the first write creates them for good)."""
         probe = locks.temp_path(self.runs, "probe")
+        created = [p for p in (self.runs, *self.runs.parents) if not p.exists()]
         try:
             self.runs.mkdir(parents=True, exist_ok=True)
             with open(probe, "wb") as fh:
@@ -276,6 +278,10 @@ class Store:
             raise NotWritable(
                 f"cannot write results to {self.root}: {exc.strerror or exc}"
             ) from None
+        finally:
+            for folder in created:  # deepest first
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
 
     def lock(self, *run_ids: str):
         """Context manager holding the per-run locks of ``run_ids`` (:func:`locks.locked`)."""

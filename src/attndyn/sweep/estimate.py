@@ -88,10 +88,12 @@ def estimate_sweep(
     workers: int = 1,
     calibrated: bool = True,
     below: float | None = None,
+    writing: bool = False,
 ) -> tuple[SweepEstimate, SweepPlan | None]:
     """Count and estimate ``spec`` (module doc); the plan when the grid was fully expanded.
     Reads the store, writes no results. ``below``: a time limit in seconds; the calibration
-    stops early once the sweep is surely under it."""
+    stops early once the sweep is surely under it. ``writing``: the sweep will run, so a
+    results folder it cannot write raises NotWritable (exit 2) before the calibration."""
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
     n_points = spec.size
@@ -131,6 +133,10 @@ def estimate_sweep(
     if not todo or not calibrated:
         est.seconds = 0.0 if not todo else None
         return est, plan
+    if writing:
+        from attndyn.store import Store
+
+        Store(plan.root if plan is not None else out).check_writable()
     heavy = max(reversed(todo), key=lambda g: g.runs[0].steps * len(_seeds(g)))
     heavy_cost = heavy.runs[0].steps * len(_seeds(heavy))
     work = sum(g.runs[0].steps * len(_seeds(g)) for g in todo)
@@ -188,7 +194,7 @@ def guard_sweep(
     if yes:
         return None
     est, plan = estimate_sweep(
-        spec, out, workers=workers or default_workers(), below=max_hours * 3600
+        spec, out, workers=workers or default_workers(), below=max_hours * 3600, writing=True
     )
     if est.seconds is not None:
         runs = est.to_run if est.to_run is not None else est.points
