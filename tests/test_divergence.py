@@ -134,3 +134,12 @@ def test_readme_sweep_example_has_no_diverged_seed(tmp_path):
     summary = _readme_sweep(tmp_path, _readme_spec())
     assert summary["failed"] == 0
     assert (summary["diverged_runs"], summary["diverged_seeds"]) == (0, 0)
+
+
+def test_figure_note_counts_dropped_seeds(tmp_path):
+    from attndyn.report.figures import dropped_note, plot_observable
+
+    tr = _traj(np.array([[1.0, np.nan, 1.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.0, 5.0]]))
+    assert dropped_note(tr) == " (1 of 2 seeds diverged, dropped)"
+    assert dropped_note(_traj(np.ones((2, 5)))) == ""
+    assert plot_observable({"run": tr}, "a", tmp_path / "a.png").stat().st_size > 0
