@@ -143,3 +143,19 @@ def test_figure_note_counts_dropped_seeds(tmp_path):
     assert dropped_note(tr) == " (1 of 2 seeds diverged, dropped)"
     assert dropped_note(_traj(np.ones((2, 5)))) == ""
     assert plot_observable({"run": tr}, "a", tmp_path / "a.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("bad", [-1.0, 0, "1e10", True])
+def test_contract_rejects_a_bad_overflow_bound(bad):
+    from types import SimpleNamespace
+
+    from attndyn.models import get_family
+    from attndyn.models.base import check_family
+
+    aim = get_family("aim")
+    fake = SimpleNamespace(**{k: getattr(aim, k) for k in ("NAME", "Config", "SUMMARY")})
+    fake.simulate, fake.OVERFLOW = aim.simulate, bad
+    with pytest.raises(TypeError, match="OVERFLOW"):
+        check_family(fake, "aim")
+    fake.OVERFLOW = 1e12
+    check_family(fake, "aim")
