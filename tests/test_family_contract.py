@@ -76,6 +76,18 @@ def test_explicit_seeds_replace_the_configs(family, runs):
                                together[next(iter(together.data_vars))].values[1], rtol=1e-4, atol=1e-5)  # fmt: skip
 
 
+def test_example_stays_finite_and_below_the_overflow_bound(family, runs):
+    """The family's EXAMPLE has no diverged seed: its observables are finite and below the
+    family's declared OVERFLOW (a legitimate range check of the bound)."""
+    from attndyn.core.trajectory import overflow_bound
+
+    _, traj, _ = runs
+    bound = overflow_bound(family)
+    assert bound > 0 and not traj["diverged"].values.any()
+    for name in traj.data_vars:
+        assert np.all(np.abs(traj[name].values) <= bound), name
+
+
 def test_trajectory_layout_and_store_round_trip(family, runs, tmp_path):
     config, traj, _ = runs
     assert traj.attrs["family"] == family

@@ -56,13 +56,16 @@ def _values(set_: list[str] | None, seeds: int | None = None) -> dict:
 
 
 def _final_summary(traj, names) -> dict[str, dict[str, float]]:
-    """Mean and std over seeds at the final time of the observables ``names`` that the run has
-    (the family's or its theory's ``SUMMARY``); its first 10 observables if it has none."""
+    """Mean and std over the finite seeds (diverged seeds are NaN) at the final time of the
+    observables ``names`` that the run has (the family's or its theory's ``SUMMARY``); its first
+    10 observables if it has none. NaN when no seed is finite."""
     shown = [n for n in names if n in traj] or list(traj.data_vars)[:10]
     out = {}
     for name in shown:
-        final = np.asarray(traj[name].isel(time=-1).values, dtype=float)
-        out[name] = {"mean": float(np.mean(final)), "std": float(np.std(final))}
+        final = np.asarray(traj[name].isel(time=-1).values, dtype=float).reshape(-1)
+        final = final[np.isfinite(final)]
+        mean, std = (np.mean(final), np.std(final)) if final.size else (np.nan, np.nan)
+        out[name] = {"mean": float(mean), "std": float(std)}
     return out
 
 
@@ -124,13 +127,17 @@ def simulate(
         return
     table = Table(title=f"{family} run {rid} at t = {float(traj['time'][-1]):.4g}")
     table.add_column("observable")
-    table.add_column("mean over seeds", justify="right")
+    table.add_column("mean over finite seeds", justify="right")
     table.add_column("std", justify="right")
     for name, stats in summary.items():
         table.add_row(name, f"{stats['mean']:.5g}", f"{stats['std']:.3g}")
     console.print(table)
     if diverged:
-        console.print(f"[red]diverged seeds (frozen): {diverged}[/red]")
+        n_seeds = traj.sizes["seed"]
+        console.print(
+            f"[red]{len(diverged)} of {n_seeds} seeds diverged, dropped from the means: "
+            f"{diverged}[/red]"
+        )
     state = "reused stored run" if reused else "stored"
     print(f"{state}: {store.path(rid)}")
 
@@ -380,7 +387,8 @@ def sweep(
         print(
             f"sweep {summary.sweep}: {summary.total} runs: {summary.done} ran, "
             f"{summary.skipped} skipped (stored), {summary.failed} failed; "
-            f"{summary.tasks} tasks in {summary.wall_s:.1f} s ({where})"
+            f"{summary.tasks} tasks in {summary.wall_s:.1f} s ({where}); "
+            f"{summary.diverged_runs} runs with diverged seeds ({summary.diverged_seeds} seeds)"
         )
         for failure in summary.failures[:10]:
             print(f"failed {failure['run_id']}: {failure['error']}", file=sys.stderr)

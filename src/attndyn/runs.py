@@ -7,6 +7,7 @@ canonical config and the schema version (:func:`attndyn.core.config.run_id`).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -119,7 +120,22 @@ def simulation(
         :func:`attndyn.api.simulate`.
     """
     module = get_family(family)
-    return load_or_compute(family, config, lambda: module.simulate(config), store, force)
+    traj, read_back = load_or_compute(family, config, lambda: module.simulate(config), store, force)
+    note = all_diverged(traj)
+    if note:
+        print(note, file=sys.stderr)
+    return traj, read_back
+
+
+def all_diverged(traj: xr.Dataset) -> str | None:
+    """One line saying that every seed of a simulation diverged, or None."""
+    if "diverged" not in traj.coords or not traj["diverged"].values.all():
+        return None
+    first = int(traj["diverged_step"].values.min())
+    return (
+        f"warning: all {traj.sizes['seed']} seeds of run {traj.attrs.get('run_id', '?')} "
+        f"diverged (first at step {first}); their values are missing (NaN) from there on"
+    )
 
 
 def theory(

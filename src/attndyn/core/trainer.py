@@ -11,7 +11,9 @@ fold_in(step key, UPDATE_STREAM)``, so a seed's trajectory, noise included, does
 record grid. Steps between record points run inside one jitted ``fori_loop``; seeds run in
 parallel under ``vmap``. A seed whose loss or parameters become non-finite is frozen (parameters
 and optimiser state) at its last finite values and marked with the step at which it diverged;
-the run completes.
+the run completes, and the Trajectory stores the seed's later records as missing
+(:func:`attndyn.core.trajectory.mark_divergence`, which also marks non-finite or overflowing
+observables).
 """
 
 from __future__ import annotations

@@ -6,6 +6,13 @@ time), ``samples`` (samples seen, along ``time``), ``step`` (optimiser steps, si
 any extra time axes a family defines (e.g. ``time_fast`` for untied AIM), and per seed the
 divergence marks ``diverged`` and ``diverged_step`` (-1 when the seed never diverged). ``attrs``
 carry ``family``, ``config`` (JSON text) and, once stored, ``run_id``.
+
+Divergence (:func:`mark_divergence`, applied by :func:`make_trajectory` to every simulation, i.e.
+a Trajectory with seeds and steps): a seed diverges at the first record where any observable is
+non-finite or beyond the family's overflow bound ``OVERFLOW`` (default
+:data:`DEFAULT_OVERFLOW`), or after the step at which the trainer froze it; ``diverged_step`` is
+the earlier of the two, in steps, and the seed's values from that record on are NaN (missing),
+never frozen numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +27,56 @@ import xarray as xr
 
 COORDS = ("time", "samples", "step")
 
+DEFAULT_OVERFLOW = 1e10
+"""|value| beyond which a recorded observable marks its seed as diverged, for a family that
+declares no ``OVERFLOW`` of its own (:mod:`attndyn.models.base`)."""
+
+
+def overflow_bound(family: str) -> float:
+    """The family's declared ``OVERFLOW``, or :data:`DEFAULT_OVERFLOW` (also for a name that is
+    no registered family)."""
+    from attndyn.core import registry
+    from attndyn.errors import InputError
+
+    try:
+        module = registry.load(registry.FAMILIES, family, "family")
+    except InputError:
+        return DEFAULT_OVERFLOW
+    return float(getattr(module, "OVERFLOW", DEFAULT_OVERFLOW))
+
+
+def mark_divergence(
+    observables: Mapping[str, np.ndarray],
+    step: np.ndarray,
+    diverged_step: np.ndarray | None,
+    bound: float,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """(observables with NaN from each seed's divergence record on, diverged_step per seed).
+
+    ``observables``: name → (seed, time); ``step``: (time,) record steps; ``diverged_step``: the
+    trainer's marks (−1: not diverged; a seed frozen at step k holds frozen values at records
+    with step > k). A seed also diverges at the first record r with a non-finite value or
+    |value| > ``bound`` in any observable (its mark: ``step[r]``). The result is idempotent."""
+    obs = {k: np.array(v, dtype=np.float64) for k, v in observables.items()}
+    step = np.asarray(step, np.int64)
+    if diverged_step is not None:
+        div = np.asarray(diverged_step, np.int64)
+    else:
+        div = np.full(next(iter(obs.values())).shape[0] if obs else 0, -1, np.int64)
+    n_seed, n_time = len(div), len(step)
+    bad = np.zeros((n_seed, n_time), bool)
+    for v in obs.values():
+        bad |= ~(np.abs(v) <= bound)  # NaN compares False: non-finite is bad
+    first = np.where(bad.any(axis=1), bad.argmax(axis=1), n_time)
+    frozen = np.searchsorted(step, np.where(div >= 0, div, np.iinfo(np.int64).max), "right")
+    start = np.minimum(first, frozen)  # first missing record per seed
+    by_obs = np.where(first < n_time, step[np.minimum(first, n_time - 1)], -1)
+    div = np.where((div >= 0) & (by_obs >= 0), np.minimum(div, by_obs), np.maximum(div, by_obs))
+    missing = np.arange(n_time)[None, :] >= start[:, None]
+    for v in obs.values():
+        v[missing] = np.nan
+    return obs, div
+
 
 def make_trajectory(
     observables: Mapping[str, np.ndarray],
@@ -32,8 +89,16 @@ def make_trajectory(
     extra_times: Mapping[str, np.ndarray] | None = None,
     family: str = "",
     config: Mapping[str, Any] | None = None,
+    overflow: float | None = None,
 ) -> xr.Dataset:
-    """Build a Trajectory; arrays are ``(seed, time)`` when ``seeds`` is given, else ``(time,)``."""
+    """Build a Trajectory; arrays are ``(seed, time)`` when ``seeds`` is given, else ``(time,)``.
+
+    A simulation (``seeds`` and ``step`` given) has its divergence marked
+    (:func:`mark_divergence`) with the bound ``overflow``, by default the family's
+    (:func:`overflow_bound`)."""
+    if seeds is not None and step is not None:
+        bound = overflow_bound(family) if overflow is None else overflow
+        observables, diverged_step = mark_divergence(observables, step, diverged_step, bound)
     dims = ("seed", "time") if seeds is not None else ("time",)
     coords: dict[str, Any] = {"time": ("time", np.asarray(time, dtype=np.float64))}
     if samples is not None:
@@ -114,4 +179,5 @@ def from_frame(
         extra_times=extra_times,
         family=family,
         config=config,
+        overflow=np.inf,  # stored values were bounded when written; NaN marks stay marks
     )

@@ -15,6 +15,11 @@ A family is a module (or any object) registered in the ``attndyn.families`` entr
 - ``BENCHMARKS`` (optional): :class:`Benchmark` entries that ``attndyn bench`` runs;
 - ``EXAMPLE`` (optional): config values of a small run (about a second) that the contract test
   (tests/test_family_contract.py) and the docs use; the defaults when absent.
+- ``OVERFLOW`` (optional): a positive float; a recorded observable with |value| above it (or
+  non-finite) marks its seed as diverged from that record on
+  (:func:`attndyn.core.trajectory.mark_divergence`); default
+  :data:`~attndyn.core.trajectory.DEFAULT_OVERFLOW` (1e10). Declare it above every legitimate
+  value of the family's observables.
 
 A Theory module has ``Config`` (a :class:`~attndyn.core.config.GridConfig`), ``SUMMARY`` and
 ``predict(config) -> Trajectory`` with the simulator's observable names on the simulator's time
@@ -81,6 +86,9 @@ def check_family(obj: Any, name: str) -> None:
     _check(obj, f"family '{name}'", ("NAME", "Config", "SUMMARY", "simulate"), SimulationConfig)
     if obj.NAME != name:
         raise TypeError(f"family registered as '{name}' says NAME = {obj.NAME!r}")
+    bound = getattr(obj, "OVERFLOW", 1.0)
+    if isinstance(bound, bool) or not isinstance(bound, int | float) or not bound > 0:
+        raise TypeError(f"family '{name}': OVERFLOW must be a positive number, got {bound!r}")
     for bench in getattr(obj, "BENCHMARKS", ()):
         if not isinstance(bench, Benchmark):
             raise TypeError(f"family '{name}': BENCHMARKS must hold Benchmark entries")

@@ -25,7 +25,9 @@ def plot_observable(
     title: str | None = None,
     xscale: str = "linear",
 ) -> Path:
-    """One observable against a time coordinate: thin lines per seed, a thick seed mean.
+    """One observable against a time coordinate: thin lines per seed, a thick mean over the
+    seeds that are finite at each time (diverged seeds are NaN from their divergence on; the
+    legend says how many were dropped).
 
     ``x`` is any coordinate along ``time`` (``time``, ``samples``, ``time_fast``, ...).
     The file is written to a temporary name and renamed.
@@ -39,7 +41,8 @@ def plot_observable(
         if "seed" in values.dims:
             for s in range(values.sizes["seed"]):
                 ax.plot(xs, values.isel(seed=s), color=colour, alpha=0.3, lw=0.8)
-            ax.plot(xs, values.mean("seed"), color=colour, lw=2.0, label=label)
+            mean = values.mean("seed", skipna=True)
+            ax.plot(xs, mean, color=colour, lw=2.0, label=f"{label}{dropped_note(traj)}")
         else:
             ax.plot(xs, values, color=colour, lw=2.0, ls="--", label=label)
     ax.set_xscale(xscale)
@@ -50,6 +53,14 @@ def plot_observable(
     ax.axhline(0.0, color="0.6", lw=0.6)
     ax.legend(frameon=False)
     return save_figure(fig, path)
+
+
+def dropped_note(traj) -> str:
+    """`` (k of S seeds diverged, dropped)`` for a simulation with diverged seeds, else ``""``."""
+    if "diverged" not in traj.coords:
+        return ""
+    k = int(traj["diverged"].values.sum())
+    return f" ({k} of {traj.sizes['seed']} seeds diverged, dropped)" if k else ""
 
 
 def save_figure(fig, path: str | os.PathLike) -> Path:

@@ -133,7 +133,7 @@ class Store:
             "version": __version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "wall_s": None if np.isnan(wall_s) else round(float(wall_s), 4),
-            "status": "ok",
+            "status": "diverged" if (div >= 0).any() else "ok",  # with n_diverged seeds
             "n_diverged": int((div >= 0).sum()),
             "diverged_step": {str(s): int(v) for s, v in zip(traj["seed"].values, div, strict=True)}
             if "seed" in traj.dims

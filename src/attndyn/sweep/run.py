@@ -62,6 +62,8 @@ class SweepSummary:
     tasks: int = 0
     wall_s: float = 0.0
     failures: list[dict[str, str]] = field(default_factory=list)
+    diverged_runs: int = 0  # stored runs of the sweep with at least one diverged seed
+    diverged_seeds: int = 0  # their diverged seeds, in all
 
     @property
     def ok(self) -> bool:
@@ -80,6 +82,8 @@ class SweepSummary:
             "tasks": self.tasks,
             "wall_s": round(self.wall_s, 3),
             "failures": self.failures,
+            "diverged_runs": self.diverged_runs,
+            "diverged_seeds": self.diverged_seeds,
         }
 
 
@@ -153,6 +157,7 @@ def run_sweep(
     todo = plan.todo
     summary.tasks = len(todo)
     if not todo:
+        _count_diverged(summary, plan)
         return summary
     store.check_writable()  # NotWritable (exit 2) before anything runs
     store.clean_temporary()
@@ -200,7 +205,22 @@ def run_sweep(
         else:
             run_dask(todo, str(plan.root), address, n_workers, on_result, on_error)
     summary.wall_s = time.perf_counter() - start
+    _count_diverged(summary, plan)
     return summary
+
+
+def _count_diverged(summary: SweepSummary, plan: SweepPlan) -> None:
+    """Runs of the sweep (stored now or before) with diverged seeds, from their run records."""
+    store = Store(plan.root)
+    for r in plan.items:
+        if r.kind == "experiment" or not store.exists(r.run_id):
+            continue
+        try:
+            n = int(store.metadata(r.run_id).get("n_diverged") or 0)
+        except Exception:  # a damaged record: the next read quarantines it
+            continue
+        summary.diverged_runs += n > 0
+        summary.diverged_seeds += n
 
 
 def _stored(store: Store, item: RunItem) -> bool:

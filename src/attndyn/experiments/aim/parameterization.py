@@ -48,7 +48,7 @@ from pydantic import Field
 
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import dropped_note, save_figure
 
 ACTIVATIONS = ("h1", "h2", "h3")
 TEACHER_SCALE = (2 / 3) ** 0.5  # q22 = scale² ρ*(1 + ρ*) = 1/2 at ρ* = 1/2
@@ -299,7 +299,8 @@ class AIMParameterization(Experiment):
                 s = recovery_signal(traj, kind=_run_values(config, arm, act, d)["param"]) / p22
                 for seed in range(traj.sizes["seed"]):
                     ax.plot(n, s.isel(seed=seed), color=colour, alpha=0.25, lw=0.8)
-                ax.plot(n, s.mean("seed"), color=colour, lw=2, label=f"{arm}, d = {d}")
+                label = f"{arm}, d = {d}{dropped_note(traj)}"  # the mean of finite seeds
+                ax.plot(n, s.mean("seed", skipna=True), color=colour, lw=2, label=label)
             ax.axhline(RECOVERED, color="0.4", lw=0.8, ls="--")
             ax.axhline(TRAPPED / np.sqrt(d), color="0.4", lw=0.8, ls=":")  # direct's largest d
             ax.axvline(n[-1] / config.late_factor, color="0.6", lw=0.6)

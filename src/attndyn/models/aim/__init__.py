@@ -56,6 +56,7 @@ __all__ = [
     "NAME",
     "Config",
     "SUMMARY",
+    "OVERFLOW",
     "THEORY",
     "BENCHMARKS",
     "AIMConfig",
@@ -215,3 +216,8 @@ def simulate(config: AIMConfig, seeds=None):
 
 EXAMPLE = dict(d=12, seeds=2, t_max=0.05, records=4, batch=4, test_size=16)
 """A small config that runs in about a second (contract tests, docs)."""
+
+OVERFLOW = 1e10
+"""|value| marking a seed as diverged (:mod:`attndyn.models.base`): the order parameters and
+moments are traces Tr(S_k⋯)/d of O(1) size at the default scales (a degree-w moment grows like
+teacher_scale^w), and the test loss is O(q²); a seed beyond 1e10 has left the dynamics of P1."""

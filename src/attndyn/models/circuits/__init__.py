@@ -61,6 +61,7 @@ __all__ = [
     "NAME",
     "Config",
     "SUMMARY",
+    "OVERFLOW",
     "THEORY",
     "BENCHMARKS",
     "CircuitsConfig",
@@ -129,3 +130,8 @@ def simulate(config: CircuitsConfig, seeds=None):
 
 EXAMPLE = dict(param="CACO", t_max=20, seeds=2, records=3, test_size=32)
 """A small config that runs in about a second (contract tests, docs)."""
+
+OVERFLOW = 1e10
+"""|value| marking a seed as diverged (:mod:`attndyn.models.base`): losses are cross-entropies
+(O(log vocabulary) at init), accuracies and attention masses lie in [0, 1], histograms in
+[0, 100] %, and the weight norms ``qk_fro``, ``ov_fro`` stay O(10²) in every documented run."""

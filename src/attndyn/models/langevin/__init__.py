@@ -60,6 +60,7 @@ __all__ = [
     "NAME",
     "Config",
     "SUMMARY",
+    "OVERFLOW",
     "THEORY",
     "BENCHMARKS",
     "BETA_OF_S",
@@ -170,3 +171,8 @@ EXAMPLE = dict(n=16, d=4, tokens=4, heads=1, d_k=2, t_max=0.5, records=4, seeds=
 
 THEORY_EXAMPLE = dict(model="double-well", lam=0.0, s=0.5, x0=1.0, init_scale=0.2, t_max=1.0)
 """Values over EXAMPLE for the contract test of the theory, which covers the test potentials only."""
+
+OVERFLOW = 1e30
+"""|value| marking a chain as diverged (:mod:`attndyn.models.base`), far above the default 1e10:
+a test potential started at |x0| ≤ 1e3 in up to 1e6 dimensions legitimately has F up to ~1e18
+and ‖∇F‖² up to ~1e25 at t = 0 (double well: F ∝ x⁴); float32 overflows at 3.4e38."""

@@ -64,6 +64,7 @@ __all__ = [
     "NAME",
     "Config",
     "SUMMARY",
+    "OVERFLOW",
     "THEORY",
     "BENCHMARKS",
     "MarkovConfig",
@@ -251,13 +252,16 @@ def simulate(config: MarkovConfig, seeds=None):
     result, steps, seed_ids = run_records(config, seeds)
     flow = config.optimizer == "flow"
     batch = 0 if flow else 1 if config.data == "population" else config.batch
+    div = result.diverged_step
+    if flow:  # the flow marks a record index: its step count there
+        div = np.where(div >= 0, result.steps[np.maximum(div, 0)], -1)
     return make_trajectory(
         result.observables,
         time=time_axes(config, steps)["time"],
         samples=steps * batch,
         step=result.steps if flow else steps,
         seeds=seed_ids,
-        diverged_step=result.diverged_step,
+        diverged_step=div,
         family=NAME,
         config=canonical(config),
     )
@@ -265,3 +269,7 @@ def simulate(config: MarkovConfig, seeds=None):
 
 EXAMPLE = dict(m=16, t_max=20.0, lr=0.1, records=5, seeds=2)
 """A small config that runs in about a second (contract tests, docs)."""
+
+OVERFLOW = 1e10
+"""|value| marking a seed as diverged (:mod:`attndyn.models.base`): effective ranks lie in
+[1, m], entropies in [0, log T], alignments in [−1, 1] and the loss gap is O(log m)."""

@@ -53,6 +53,7 @@ __all__ = [
     "NAME",
     "Config",
     "SUMMARY",
+    "OVERFLOW",
     "THEORY",
     "BENCHMARKS",
     "QueryConfig",
@@ -228,3 +229,8 @@ EXAMPLE = dict(
     d=6, n_informative=3, n_nuisance=40, batch=3, t_max=20, records=4, seeds=2, eval_samples=2
 )
 """A small config that runs in about a second (contract tests, docs)."""
+
+OVERFLOW = 1e10
+"""|value| marking a seed as diverged (:mod:`attndyn.models.base`): overlap and alignment are
+cosines in [−1, 1]; ‖q‖ starts at ``init_norm`` and grows at most like Σ η_k (bounded gradient
+of the softmax output); the objective ‖a‖² is bounded by the largest token norm squared."""
