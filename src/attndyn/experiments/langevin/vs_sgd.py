@@ -25,7 +25,8 @@ t ≥ ``burn``; gap = plateau − F*; docs/claims/langevin-vs-sgd.md):
 - ``sde-gap-theory``: SDE gap at the smallest s over s·p_eff/4, Student-t interval, in [1/2, 2];
 - ``sgd-gap-theory``: SGD gap at the smallest s over (s/4) tr Σ̂_b, in [1/2, 2].
 
-Negative controls: ``sgd-lr-x4`` (SGD run at learning rate 4s, compared with the predictions at
+Negative controls: ``fixed-s`` (every run at s_values[0], the wrong scaling of the noise with
+s: every claim fails, slopes ≈ 0 and ratios ≈ s_values[0]/s_min); ``sgd-lr-x4`` (SGD run at learning rate 4s, compared with the predictions at
 s: ``sgd-gap-theory`` fails, ratio ≈ 4); ``isotropic-sgd-theory`` (SGD predicted with the SDE's
 isotropic s·p_eff/4, the assumption that SGD noise is the SDE's: ``sgd-gap-theory`` fails).
 """
@@ -70,6 +71,9 @@ class Config(ExperimentConfig):
     sgd_theory: Literal["sigma", "isotropic"] = Field(
         "sigma", description="SGD prediction (s/4) tr Σ̂_b, or (control) the SDE's s·p_eff/4"
     )
+    fixed_s: bool = Field(
+        False, description="control: every run at s_values[0] (noise that does not scale with s)"
+    )
     gd_steps: int = Field(4000, ge=10, description="GD steps to min F (then Newton steps)")
     min_starts: int = Field(8, ge=1, description="random GD starts per scale (0, 1, 4)")
 
@@ -107,6 +111,7 @@ def sim_values(config: Config, method: str, s: float) -> dict[str, Any]:
         seeds=config.seeds,
         seed=config.seed,
     )
+    s = config.s_values[0] if config.fixed_s else s
     if method == "sde":
         return dict(values, dynamics="sde", s=s, h=config.h)
     return dict(values, dynamics="sgd", s=s * config.sgd_lr_factor, batch=config.batch)
@@ -213,6 +218,13 @@ class LangevinVsSGD(Experiment):
         },
     }
     controls = {
+        "fixed-s": Control(
+            {"fixed_s": True},
+            ("sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"),
+            "every run at the largest s (temperature and learning rate that do not follow s): "
+            "the gaps do not shrink with s (slope ≈ 0) and the smallest s's gap is "
+            "s_values[0]/s_min times its prediction",
+        ),
         "sgd-lr-x4": Control(
             {"sgd_lr_factor": 4.0},
             ("sgd-gap-theory",),
