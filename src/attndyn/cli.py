@@ -6,6 +6,7 @@ anything is written.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -19,6 +20,12 @@ from rich.table import Table
 
 from attndyn.core.serial import json_safe
 from attndyn.errors import AttndynError, InputError
+from attndyn.machine_output import emit, stdout_to_stderr
+
+try:  # recent typer vendors click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer runs on the click package
+    from click import exceptions as click_errors
 
 app = typer.Typer(
     add_completion=False,
@@ -89,7 +96,7 @@ def simulate(
             "diverged_seeds": diverged,
             "final": summary,
         }
-        print(json.dumps(json_safe(payload)))
+        _emit_json(json_safe(payload))
         return
     table = Table(title=f"{family} run {rid} at t = {float(traj['time'][-1]):.4g}")
     table.add_column("observable")
@@ -135,7 +142,7 @@ def predict(
         }
         if notes:
             payload["theory"] = notes
-        print(json.dumps(json_safe(payload)))
+        _emit_json(json_safe(payload))
         return
     table = Table(title=f"{family} theory {rid} at t = {float(traj['time'][-1]):.4g}")
     table.add_column("observable")
@@ -209,7 +216,7 @@ def run(
         values["seed"] = seed
     outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
     if as_json:
-        print(json.dumps(json_safe(outcome.as_json())))
+        _emit_json(json_safe(outcome.as_json()))
     else:
         title = f"{name} ({preset}{', control ' + control if control else ''}): claims"
         table = Table(title=title)
@@ -249,9 +256,9 @@ def demo(
 def _emit_machine_readable(frame, as_json: bool, as_csv: bool) -> bool:
     """Print ``frame`` as a JSON list of row objects or as CSV; False if neither was asked."""
     if as_json:
-        print(json.dumps(json.loads(frame.to_json(orient="records", date_format="iso"))))
+        _emit_json(json.loads(frame.to_json(orient="records", date_format="iso")))
     elif as_csv:
-        sys.stdout.write(frame.to_csv(index=False))
+        emit(frame.to_csv(index=False))
     return as_json or as_csv
 
 
@@ -316,7 +323,7 @@ def sweep(
         plan = plan_sweep(spec, out)
         rows = plan.rows()
         if as_json:
-            print(json.dumps(json_safe(rows)))
+            _emit_json(json_safe(rows))
             return
         keys = list(plan.spec.grid)
         table = Table(title=f"sweep {plan.spec.sweep}: {plan.spec.kind} {plan.spec.name}")
@@ -339,7 +346,7 @@ def sweep(
         print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
         raise typer.Exit(130) from None
     if as_json:
-        print(json.dumps(json_safe(summary.as_json())))
+        _emit_json(json_safe(summary.as_json()))
     else:
         where = f"{summary.executor}, {summary.workers or 'remote'} workers"
         print(
@@ -488,7 +495,7 @@ def bench(
                 table.add_row(*[_fmt(row.get(c)) for c in cols])
             console.print(table)
     if as_json:
-        print(json.dumps(json_safe(rows)))
+        _emit_json(json_safe(rows))
 
 
 def _fmt(v) -> str:
@@ -499,14 +506,47 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def main() -> None:
-    """Entry point: an attndyn error prints one line and exits with its code (2 for bad input,
-    1 for storage and executor errors)."""
+def _emit_json(data) -> None:
+    """Print ``data`` as one line of JSON on the real stdout (:mod:`attndyn.machine_output`)."""
+    emit(json.dumps(data) + "\n")
+
+
+def _clean_stdout(callback):
+    """``callback`` run with stdout sent to stderr when it is asked for --json or --csv, so that
+    stdout carries only what :func:`_emit_json` and :func:`emit` write."""
+
+    @functools.wraps(callback)
+    def wrapper(*args, **kwargs):
+        if not (kwargs.get("as_json") or kwargs.get("as_csv")):
+            return callback(*args, **kwargs)
+        with stdout_to_stderr():
+            return callback(*args, **kwargs)
+
+    return wrapper
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point (``args`` defaults to ``sys.argv[1:]``): every error prints one line on stderr
+    and exits with its code: 2 for bad input and usage errors (unknown option, missing argument),
+    1 for storage and executor errors; ``--help`` (or no arguments) prints help and exits 0."""
+    command = typer.main.get_command(app)
+    for sub in getattr(command, "commands", {}).values():
+        sub.callback = _clean_stdout(sub.callback)
     try:
-        app()  # usage errors (unknown option, missing argument) exit 2 from typer itself
+        code = command.main(args=args, prog_name="attndyn", standalone_mode=False)
     except AttndynError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except click_errors.ClickException as exc:
+        if isinstance(exc, getattr(click_errors, "NoArgsIsHelpError", ())):
+            sys.exit(0)  # the help is printed already
+        hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) else ""
+        print(f"error: {one_line(exc.format_message() + hint)}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except click_errors.Abort:
+        print("error: aborted", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def one_line(text: str) -> str:
