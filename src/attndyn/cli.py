@@ -543,7 +543,7 @@ def main(args: list[str] | None = None) -> None:
         hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) else ""
         print(f"error: {one_line(exc.format_message() + hint)}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except click_errors.Abort:
+    except typer.Abort:
         print("error: aborted", file=sys.stderr)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

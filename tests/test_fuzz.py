@@ -1,0 +1,370 @@
+"""Fuzzing the command line (issue 14): every input either is accepted or gives exit 2 with one
+line on stderr and nothing written; no input gives a traceback.
+
+Covered, in-process through :func:`attndyn.cli.main` (deterministic: ``derandomize=True``):
+
+- ``simulate FAMILY --set k=v`` and ``predict FAMILY --set k=v`` for every registered family,
+  the fields discovered from its ``Config`` models, with valid-ish values (defaults, their
+  neighbours, allowed choices) and hostile ones (NaN, ±inf, huge, negative, booleans, strings,
+  nested lists, control characters, unicode and unknown keys). The family's ``simulate`` and the
+  theory's ``predict`` are replaced by a stub: an accepted config is checked (finite numbers,
+  a step count the trainer can count, its stored form validates back to the same run id) and
+  not simulated. Only :func:`test_tiny_configs_simulate_and_store` really simulates.
+- ``sweep SPEC`` with random TOML specs (grid, zip, base, presets, bad keys, broken TOML); the
+  executor is replaced by a stub, so an accepted spec is validated in full but nothing runs.
+- ``runs --where``, ``export --where`` and ``query`` with random SQL on a folder of synthetic
+  runs, whose run files must stay byte-identical.
+
+Not covered: the simulations of accepted fuzzed configs (their cost), the executors, options
+other than ``--set``/``--where``/the SQL argument and the sweep spec.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import math
+import tomllib
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from attndyn.cli import main
+from attndyn.core.config import MAX_STEPS, SimulationConfig, canonical, run_id, validate
+from attndyn.models import family_names, get_family, get_theory
+
+FAMILIES = family_names()
+FUZZ = settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+class Accepted(Exception):
+    """Raised by the stubs in place of a computation: the input passed every check."""
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``attndyn ARGS`` run in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
+def assert_rejected_cleanly(code: int, out: str, err: str) -> None:
+    assert code == 2, (code, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert out == "" and "\x1b" not in err and "Traceback" not in err
+    assert "for 'config'" not in err  # a check across fields names the field it blames
+
+
+def _finite(data) -> bool:
+    if isinstance(data, float):
+        return math.isfinite(data)
+    if isinstance(data, dict):
+        return all(_finite(v) for v in data.values())
+    if isinstance(data, list | tuple):
+        return all(_finite(v) for v in data)
+    return True
+
+
+def check_accepted(kind: str, config) -> None:
+    """What every accepted config must satisfy; then stop before computing."""
+    data = canonical(config)
+    assert _finite(data), data
+    again = validate(type(config), data)  # a stored config reads back as the same run
+    assert run_id(kind, again) == run_id(kind, config)
+    if isinstance(config, SimulationConfig):
+        assert 1 <= config.total_steps <= MAX_STEPS
+    raise Accepted
+
+
+@pytest.fixture(scope="module")
+def stubbed():
+    """Every family's ``simulate`` and theory's ``predict``, and the sweep executor, replaced by
+    checks that raise :class:`Accepted`."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in FAMILIES:
+            family = get_family(name)
+            mp.setattr(family, "simulate", lambda c, *a, name=name, **k: check_accepted(name, c))
+            if getattr(family, "THEORY", None):
+                kind = f"{name}:theory"
+                theory = get_theory(name)
+                mp.setattr(theory, "predict", lambda c, *a, kind=kind, **k: check_accepted(kind, c))
+
+        def no_executor(*args, **kwargs):
+            raise Accepted
+
+        mp.setattr("attndyn.sweep.run.run_local", no_executor)
+        mp.setattr("attndyn.sweep.run.run_dask", no_executor)
+        yield
+
+
+_folders = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz")
+    return lambda: root / f"r{next(_folders)}"
+
+
+# --- values -------------------------------------------------------------------------------
+
+HOSTILE = [
+    "nan", "-nan", "inf", "-inf", "+inf", "1e308", "1e309", "-1e309", "5e-324", "0", "-0.0",
+    "-1", "1", "2", "0.5", "9223372036854775807", "9223372036854775808", "2147483647",
+    "2147483648", "-9223372036854775809", "1" + "0" * 40, "true", "false", '""', '"x"', "[]",
+    "[[]]", "[1, 2]", "[[1, 2], [3]]", "[[nan, 0], [0, 1]]", "[[1, 0], [0, 1]]", "[1, [2, [3]]]",
+    "{}", "{a = 1}", "1979-05-27", "07:32:00", "0x10", "1_000", "abc", "é", "\x1b[31m",
+    "a\nb", "\t", " ", "", "'single'", '"\\u0000"', "[1e309]", "[inf]", "nan(1)", "1e",
+    "\u202e", "💥", "None", "null",
+]  # fmt: skip
+ODD_KEYS = ["", " ", "a.b", "d\nx", "\x1b[31mred", "é", "💥", "__class__", "model_config", "Config"]
+CHARS = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
+
+
+def _toml_char(c: str) -> str:
+    if c in '"\\':
+        return "\\" + c
+    return f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c
+
+
+def _toml(value) -> str:
+    """A TOML literal for ``value`` (what ``--set`` and a spec read)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return (
+            "nan"
+            if math.isnan(value)
+            else ("inf" if value > 0 else "-inf")
+            if math.isinf(value)
+            else repr(value)
+        )
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + "".join(_toml_char(c) for c in value) + '"'
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml(k)} = {_toml(v)}" for k, v in value.items()) + "}"
+    return "[" + ", ".join(_toml(v) for v in value) + "]"
+
+
+SCALARS = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.text(CHARS, max_size=6),
+)
+VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+
+
+def _neighbours(field) -> list[str]:
+    """Valid-ish raw values of a field: its default and nearby numbers, its allowed choices."""
+    default = field.default
+    out = [] if default is None else [_toml(default) if not isinstance(default, str) else default]
+    if isinstance(default, int | float) and not isinstance(default, bool):
+        out += [_toml(default * 2), _toml(default / 2), _toml(default + 1), _toml(-default)]
+    for arg in getattr(field.annotation, "__args__", ()):
+        out += [a for a in getattr(arg, "__args__", ()) if isinstance(a, str)]
+        if isinstance(arg, str):
+            out.append(arg)
+    return out
+
+
+def _scaled(field) -> list[str]:
+    """A numeric default times powers of ten up to 1e±300: sizes and horizons far out."""
+    default = field.default
+    if isinstance(default, bool) or not isinstance(default, int | float) or default == 0:
+        return []
+    out = [_toml(float(default) * 10.0**k) for k in (-300, -30, -8, 3, 6, 9, 30, 300)]
+    if isinstance(default, int):
+        out += [str(default * 10**k) for k in (3, 6, 9, 20)]
+    return out
+
+
+def raw_values(field) -> st.SearchStrategy[str]:
+    """Mostly valid-ish values (so that many configs pass validation and reach the checks of
+    accepted configs), then hostile literals, random TOML values and random text."""
+    return st.one_of(
+        st.sampled_from(_neighbours(field) or ["1"]),
+        st.sampled_from(_neighbours(field) or ["1"]),
+        st.sampled_from(_scaled(field) or HOSTILE),
+        st.sampled_from(HOSTILE),
+        VALUES.map(_toml),
+        st.text(CHARS, max_size=8),
+    )
+
+
+@st.composite
+def assignments(draw, fields: dict) -> list[str]:
+    names = sorted(fields)
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        if draw(st.integers(0, 9)) == 0:
+            key = draw(st.one_of(st.sampled_from(ODD_KEYS), st.text(CHARS, max_size=5)))
+            raw = draw(st.sampled_from(HOSTILE))
+        else:
+            key = draw(st.sampled_from(names))
+            raw = draw(raw_values(fields[key]))
+        out += ["--set", f"{key}={raw}"]
+    return out
+
+
+def _check_config_command(command: str, family: str, sets: list[str], folder: Path) -> None:
+    try:
+        code, out, err = cli(command, family, *sets, "--out", str(folder))
+    except Accepted:
+        event("accepted")
+        return
+    event(f"exit {code}")
+    assert_rejected_cleanly(code, out, err)
+    assert not folder.exists()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_simulate_fuzzed_config(family, stubbed, scratch):
+    fields = get_family(family).Config.model_fields
+
+    @FUZZ
+    @given(assignments(fields))
+    def check(sets):
+        _check_config_command("simulate", family, sets, scratch())
+
+    check()
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if getattr(get_family(f), "THEORY", None)])
+def test_predict_fuzzed_config(family, stubbed, scratch):
+    fields = get_theory(family).Config.model_fields
+
+    @settings(FUZZ, max_examples=30)
+    @given(assignments(fields))
+    def check(sets):
+        _check_config_command("predict", family, sets, scratch())
+
+    check()
+
+
+# --- sweep specs ------------------------------------------------------------------------------
+
+EXPERIMENTS = ["circuits-ode", "aim-untied", "no-such-experiment"]
+
+
+def _toml_key(key: str) -> str:
+    """A quoted TOML key (control characters escaped, as TOML requires)."""
+    return _toml(key)
+
+
+def _literal(raw: str) -> str:
+    """``raw`` as ``--set`` reads it, written as a TOML value (a bare word is quoted)."""
+    try:
+        tomllib.loads(f"v = {raw}")
+        return raw
+    except tomllib.TOMLDecodeError:
+        return _toml(raw)
+
+
+@st.composite
+def specs(draw) -> str:
+    """A TOML sweep spec: a well-formed one (a family or an experiment, a grid and a base of
+    valid-ish values) with up to three mutations: hostile values, odd or unknown keys, bad
+    names, zips and presets, broken TOML."""
+    data: dict = {}
+    if draw(st.integers(0, 4)):
+        family = draw(st.sampled_from(FAMILIES))
+        data["family"] = family
+        fields = get_family(family).Config.model_fields
+        keys = [k for k in ("seed", "seeds", "t_max", "records", "lr", "d") if k in fields]
+    else:
+        data["experiment"] = draw(st.sampled_from(EXPERIMENTS[:2]))
+        fields = get_family(data["experiment"].split("-")[0]).Config.model_fields
+        keys = ["seed", "seeds"]
+        if draw(st.booleans()):
+            data["preset"] = draw(st.sampled_from(["tiny", "small"]))
+    grid_keys = draw(st.lists(st.sampled_from(keys), min_size=1, max_size=2, unique=True))
+    grid = {
+        k: draw(st.lists(st.sampled_from(_neighbours(fields[k])), min_size=1, max_size=3))
+        for k in grid_keys
+    }
+    base_keys = draw(st.lists(st.sampled_from(keys), max_size=2, unique=True))
+    base = {k: draw(st.sampled_from(_neighbours(fields[k]))) for k in base_keys if k not in grid}
+    if len(grid) > 1 and draw(st.booleans()):
+        data["zip"] = draw(st.one_of(st.just(True), st.just(list(grid)[:1])))
+    mutations = draw(st.integers(0, 3))
+    for _ in range(mutations):
+        what = draw(st.integers(0, 9))
+        if what == 0:
+            data["family"] = draw(st.one_of(st.sampled_from(["no-such-family", ""]), VALUES))
+        elif what == 1:
+            data["experiment"] = draw(st.sampled_from(EXPERIMENTS))
+        elif what == 2:
+            data[draw(st.sampled_from(["preset", "zip", "group_seeds", "max_group_seeds"]))] = draw(
+                VALUES
+            )
+        elif what == 3:
+            data[draw(st.sampled_from(ODD_KEYS))] = 1
+        elif what == 4:
+            base[draw(st.one_of(st.sampled_from(sorted(fields)), st.sampled_from(ODD_KEYS)))] = (
+                draw(st.sampled_from(HOSTILE[:40]).filter(bool))
+            )
+        elif what == 5:
+            grid[draw(st.sampled_from(sorted(fields)))] = [draw(st.sampled_from(HOSTILE[:40]))]
+        elif what == 6:
+            grid[draw(st.sampled_from(ODD_KEYS))] = draw(
+                st.sampled_from(["[]", "1", "[1]"])
+            ).split()
+        elif what == 7 and grid:
+            grid[draw(st.sampled_from(sorted(grid)))] = [
+                _toml(v) for v in draw(st.lists(VALUES, max_size=3))
+            ]
+        elif what == 8:
+            grid.clear()
+        else:
+            data.pop("family", None)
+            data.pop("experiment", None)
+    lines = [f"{_toml_key(k)} = {_toml(v)}" for k, v in data.items()]
+    lines += ["[base]"] + [f"{_toml_key(k)} = {_literal(raw)}" for k, raw in base.items()]
+    lines += ["[grid]"]
+    lines += [f"{_toml_key(k)} = [{', '.join(map(_literal, v))}]" for k, v in grid.items()]
+    text = "\n".join(lines) + "\n"
+    if draw(st.integers(0, 14)) == 0:
+        cut = draw(st.integers(0, len(text)))
+        text = text[:cut] + draw(st.text(CHARS, max_size=5)) + text[cut:]
+    return text
+
+
+def test_sweep_fuzzed_spec(stubbed, scratch):
+    @FUZZ
+    @given(specs(), st.booleans())
+    def check(text, dry_run):
+        folder = scratch()
+        folder.mkdir()
+        spec = folder / "spec.toml"
+        spec.write_text(text, encoding="utf-8")
+        out = folder / "results"
+        args = ["sweep", str(spec), "--out", str(out), "--workers", "1", "--no-progress"]
+        try:
+            code, stdout, err = cli(*args, *(["--dry-run"] if dry_run else []))
+        except Accepted:
+            return
+        if code == 0:
+            assert dry_run, (code, stdout, err)  # without --dry-run, a run would have started
+            return
+        assert_rejected_cleanly(code, stdout, err)
+        assert not out.exists()
+
+    check()
