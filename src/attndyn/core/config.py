@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import tomllib
 import types
@@ -108,8 +109,10 @@ class SimulationConfig(GridConfig):
             raise ValueError(f"seed: seed + seeds − 1 must be below 2^31 (got {self.seed})")
         try:
             steps = self.total_steps
-        except (ArithmeticError, ValueError):
-            return self  # e.g. a zero step size: the family's own checks name the field
+        except ZeroDivisionError:
+            return self  # a zero step size: the family's own checks name the field
+        except (OverflowError, ValueError):
+            steps = math.inf  # t_max over a tiny step: int(inf) or int(nan)
         if steps > MAX_STEPS:
             raise ValueError(
                 f"t_max: {self.t_max:g} means {steps:.3g} steps, above the {MAX_STEPS} the "
