@@ -26,6 +26,7 @@ import io
 import itertools
 import json
 import math
+import os
 import tomllib
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -43,8 +44,11 @@ from attndyn.models import family_names, get_family, get_theory
 from attndyn.store import Store
 
 FAMILIES = family_names()
+EXAMPLES = int(os.environ.get("ATTNDYN_FUZZ_EXAMPLES", "60"))
+"""Examples per fuzz test (CI: 60, about 20 s in all; set ATTNDYN_FUZZ_EXAMPLES for a deeper
+run, e.g. 2000)."""
 FUZZ = settings(
-    max_examples=300,
+    max_examples=EXAMPLES,
     deadline=None,
     derandomize=True,
     database=None,
@@ -113,25 +117,26 @@ def check_accepted(kind: str, config) -> None:
     raise Accepted
 
 
-@pytest.fixture(scope="module")
-def stubbed():
-    """Every family's ``simulate`` and theory's ``predict``, and the sweep executor, replaced by
-    checks that raise :class:`Accepted`."""
-    with pytest.MonkeyPatch.context() as mp:
-        for name in FAMILIES:
-            family = get_family(name)
-            mp.setattr(family, "simulate", lambda c, *a, name=name, **k: check_accepted(name, c))
-            if getattr(family, "THEORY", None):
-                kind = f"{name}:theory"
-                theory = get_theory(name)
-                mp.setattr(theory, "predict", lambda c, *a, kind=kind, **k: check_accepted(kind, c))
+@pytest.fixture
+def stubbed(monkeypatch):
+    """Every family's ``simulate`` and theory's ``predict``, and the sweep executors, replaced
+    by checks that raise :class:`Accepted`."""
+    for name in FAMILIES:
+        family = get_family(name)
+        monkeypatch.setattr(
+            family, "simulate", lambda c, *a, name=name, **k: check_accepted(name, c)
+        )
+        if getattr(family, "THEORY", None):
+            kind = f"{name}:theory"
+            monkeypatch.setattr(
+                get_theory(name), "predict", lambda c, *a, kind=kind, **k: check_accepted(kind, c)
+            )
 
-        def no_executor(*args, **kwargs):
-            raise Accepted
+    def no_executor(*args, **kwargs):
+        raise Accepted
 
-        mp.setattr("attndyn.sweep.run.run_local", no_executor)
-        mp.setattr("attndyn.sweep.run.run_dask", no_executor)
-        yield
+    monkeypatch.setattr("attndyn.sweep.run.run_local", no_executor)
+    monkeypatch.setattr("attndyn.sweep.run.run_dask", no_executor)
 
 
 _folders = itertools.count()
@@ -273,7 +278,7 @@ def test_simulate_fuzzed_config(family, stubbed, scratch):
 def test_predict_fuzzed_config(family, stubbed, scratch):
     fields = get_theory(family).Config.model_fields
 
-    @settings(FUZZ, max_examples=30)
+    @settings(FUZZ, max_examples=max(1, EXAMPLES // 2))
     @given(assignments(fields))
     def check(sets):
         _check_config_command("predict", family, sets, scratch())
@@ -446,7 +451,7 @@ def results(tmp_path_factory):
 def test_read_commands_fuzzed_sql(results, scratch):
     before = _digest(results)
 
-    @settings(FUZZ, max_examples=400)
+    @settings(FUZZ, max_examples=EXAMPLES * 2)
     @given(
         st.sampled_from(["runs", "runs-family", "export", "query"]),
         SQL,
@@ -537,3 +542,19 @@ def test_found_by_fuzzing(args, field, stubbed, scratch, results):
     assert_rejected_cleanly(code, out, err)
     assert field in err
     assert folder.exists() == (folder == results)
+
+
+# --- a handful of real runs -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", ["aim", "circuits"])
+def test_tiny_configs_simulate_and_store(family, scratch):
+    """The stubs above stand in for simulations; these accepted configs (the family's
+    ``EXAMPLE``, one seed) really run: exit 0 and exactly one stored run."""
+    folder = scratch()
+    sets = [f"{k}={_toml(v)}" for k, v in {**get_family(family).EXAMPLE, "seeds": 1}.items()]
+    code, out, err = cli("simulate", family, *itertools.chain(*(["--set", s] for s in sets)),
+                         "--out", str(folder), "--json")  # fmt: skip
+    assert code == 0, err
+    stored = json.loads(out)
+    assert [p.name for p in (folder / "runs").glob("*.parquet")] == [f"{stored['run_id']}.parquet"]
