@@ -20,7 +20,7 @@ from rich.table import Table
 
 from attndyn.core.serial import json_safe
 from attndyn.errors import AttndynError, InputError
-from attndyn.machine_output import emit, stdout_to_stderr
+from attndyn.machine_output import native_stdout_to_stderr
 
 try:  # recent typer vendors click
     from typer._click import exceptions as click_errors
@@ -96,7 +96,7 @@ def simulate(
             "diverged_seeds": diverged,
             "final": summary,
         }
-        _emit_json(json_safe(payload))
+        print(json.dumps(json_safe(payload)))
         return
     table = Table(title=f"{family} run {rid} at t = {float(traj['time'][-1]):.4g}")
     table.add_column("observable")
@@ -142,7 +142,7 @@ def predict(
         }
         if notes:
             payload["theory"] = notes
-        _emit_json(json_safe(payload))
+        print(json.dumps(json_safe(payload)))
         return
     table = Table(title=f"{family} theory {rid} at t = {float(traj['time'][-1]):.4g}")
     table.add_column("observable")
@@ -216,7 +216,7 @@ def run(
         values["seed"] = seed
     outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
     if as_json:
-        _emit_json(json_safe(outcome.as_json()))
+        print(json.dumps(json_safe(outcome.as_json())))
     else:
         title = f"{name} ({preset}{', control ' + control if control else ''}): claims"
         table = Table(title=title)
@@ -256,9 +256,9 @@ def demo(
 def _emit_machine_readable(frame, as_json: bool, as_csv: bool) -> bool:
     """Print ``frame`` as a JSON list of row objects or as CSV; False if neither was asked."""
     if as_json:
-        _emit_json(json.loads(frame.to_json(orient="records", date_format="iso")))
+        print(json.dumps(json.loads(frame.to_json(orient="records", date_format="iso"))))
     elif as_csv:
-        emit(frame.to_csv(index=False))
+        sys.stdout.write(frame.to_csv(index=False))
     return as_json or as_csv
 
 
@@ -323,7 +323,7 @@ def sweep(
         plan = plan_sweep(spec, out)
         rows = plan.rows()
         if as_json:
-            _emit_json(json_safe(rows))
+            print(json.dumps(json_safe(rows)))
             return
         keys = list(plan.spec.grid)
         table = Table(title=f"sweep {plan.spec.sweep}: {plan.spec.kind} {plan.spec.name}")
@@ -346,7 +346,7 @@ def sweep(
         print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
         raise typer.Exit(130) from None
     if as_json:
-        _emit_json(json_safe(summary.as_json()))
+        print(json.dumps(json_safe(summary.as_json())))
     else:
         where = f"{summary.executor}, {summary.workers or 'remote'} workers"
         print(
@@ -495,7 +495,7 @@ def bench(
                 table.add_row(*[_fmt(row.get(c)) for c in cols])
             console.print(table)
     if as_json:
-        _emit_json(json_safe(rows))
+        print(json.dumps(json_safe(rows)))
 
 
 def _fmt(v) -> str:
@@ -506,20 +506,15 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _emit_json(data) -> None:
-    """Print ``data`` as one line of JSON on the real stdout (:mod:`attndyn.machine_output`)."""
-    emit(json.dumps(data) + "\n")
-
-
 def _clean_stdout(callback):
-    """``callback`` run with stdout sent to stderr when it is asked for --json or --csv, so that
-    stdout carries only what :func:`_emit_json` and :func:`emit` write."""
+    """``callback`` run with native output to stdout sent to stderr when it is asked for --json
+    or --csv, so that stdout carries only what the command prints (:mod:`attndyn.machine_output`)."""
 
     @functools.wraps(callback)
     def wrapper(*args, **kwargs):
         if not (kwargs.get("as_json") or kwargs.get("as_csv")):
             return callback(*args, **kwargs)
-        with stdout_to_stderr():
+        with native_stdout_to_stderr():
             return callback(*args, **kwargs)
 
     return wrapper

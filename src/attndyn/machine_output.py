@@ -2,21 +2,19 @@
 
 Native libraries write to file descriptor 1 directly (LAPACK's ``** On entry to SLASCL parameter
 number 4 had an illegal value`` when a simulation diverges, XLA's logging), past anything Python
-can intercept. :func:`stdout_to_stderr` therefore points descriptor 1 and ``sys.stdout`` at
-stderr for the whole command, and :func:`emit` points them back only to write the result.
+can intercept. :func:`native_stdout_to_stderr` points descriptor 1 at stderr for the whole
+command and gives Python's ``sys.stdout`` a descriptor of its own on the real stdout, so what the
+command prints still goes there.
 """
 
 from __future__ import annotations
 
 import ctypes
+import io
 import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
-
-_active: tuple[int, TextIO] | None = None
-"""While redirected: a duplicate of the real descriptor 1 and the real ``sys.stdout``."""
 
 
 def _flush_native() -> None:
@@ -28,14 +26,17 @@ def _flush_native() -> None:
         pass  # no C library to flush (not a POSIX process)
 
 
+def _fileno(stream) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None  # e.g. a StringIO that captures output in a test
+
+
 @contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Send everything written to stdout (by Python or by native code) to stderr until the block
-    ends, except what :func:`emit` writes."""
-    global _active
-    if _active is not None:
-        yield
-        return
+def native_stdout_to_stderr() -> Iterator[None]:
+    """Send what native code writes to descriptor 1 to stderr until the block ends; Python's
+    ``sys.stdout`` keeps writing to the real stdout."""
     sys.stdout.flush()
     _flush_native()
     try:
@@ -45,32 +46,20 @@ def stdout_to_stderr() -> Iterator[None]:
     if saved is None:
         yield
         return
+    real = sys.stdout
+    if _fileno(real) == 1:
+        sys.stdout = io.TextIOWrapper(
+            io.FileIO(saved, "w", closefd=False),
+            encoding=real.encoding,
+            errors=real.errors,
+            write_through=True,
+        )
     os.dup2(2, 1)
-    _active = (saved, sys.stdout)
-    sys.stdout = sys.stderr
     try:
         yield
     finally:
-        sys.stderr.flush()
+        sys.stdout.flush()
         _flush_native()
-        sys.stdout = _active[1]
         os.dup2(saved, 1)
         os.close(saved)
-        _active = None
-
-
-def emit(text: str) -> None:
-    """Write ``text`` to the real stdout (also while :func:`stdout_to_stderr` is active)."""
-    if _active is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    saved, real = _active
-    sys.stderr.flush()
-    _flush_native()
-    os.dup2(saved, 1)
-    try:
-        real.write(text)
-        real.flush()
-    finally:
-        os.dup2(2, 1)
+        sys.stdout = real
