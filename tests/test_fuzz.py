@@ -534,11 +534,20 @@ def test_every_field_at_its_edges(kind, model):
         (["simulate", "aim", "--set", "lr=5e-324"], "'t_max'"),
         # a --where that tokenizes but does not parse crashed with duckdb's ParserException
         (["runs", "--where", ":"], "'where'"),
+        # SQL that binds but fails when it runs is the user's, not a damaged store's (found on
+        # main merged with this branch: exit 1 "cannot read the results")
+        (["runs", "--where", " "], "'where'"),
+        (["runs", "--where", "'abc'"], "'where'"),
+        (["export", "--where", "()", "--output", "OUTPUT"], "'where'"),
+        (["query", "SELECT error('x')"], "invalid SQL"),
     ],
 )
 def test_found_by_fuzzing(args, field, stubbed, scratch, results):
-    folder = results if args[0] == "runs" else scratch()
+    folder = results if args[0] in ("runs", "export", "query") else scratch()
+    output = scratch() / "export.csv"
+    args = [str(output) if a == "OUTPUT" else a for a in args]
     code, out, err = cli(*args, "--out", str(folder))
+    assert not output.exists()
     assert_rejected_cleanly(code, out, err)
     assert field in err
     assert folder.exists() == (folder == results)
