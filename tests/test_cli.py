@@ -134,3 +134,83 @@ def test_run_bad_input_one_line_exit_2_nothing_written(tmp_path, args, field):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and field in lines[0]
     assert not out.exists()
+
+
+def test_json_stdout_is_only_json_when_lapack_complains(tmp_path):
+    # lr = 1e6 diverges at once and LAPACK (inside XLA's SVD) prints "** On entry to SLASCL ..."
+    # straight to file descriptor 1 (issue 14, item 8); stdout must still be the JSON alone
+    proc = attndyn(
+        "simulate",
+        "circuits",
+        *["--set", "lr=1e6", "--set", "t_max=20", "--set", "records=3"],
+        *["--set", "test_size=8", "--seeds", "1", "--out", str(tmp_path / "r"), "--json"],
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["diverged_seeds"] == [1234]
+
+
+NOISY = """
+import ctypes, sys
+import attndyn.api
+real = attndyn.api.results
+def noisy(out):
+    ctypes.CDLL(None).puts(b"native noise")  # C stdio, buffered when stdout is a pipe
+    return real(out)
+attndyn.api.results = noisy
+from attndyn.cli import main
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("fmt, parse", [("--json", json.loads), ("--csv", str.split)])
+def test_machine_readable_stdout_sends_native_output_to_stderr(tmp_path, fmt, parse):
+    out = tmp_path / "r"
+    out.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", NOISY, "query", "SELECT 1 AS x", "--out", str(out), fmt],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert parse(proc.stdout) in ([{"x": 1}], ["x", "1"])
+    assert "native noise" in proc.stderr
+
+
+def test_without_json_native_output_stays_on_stdout(tmp_path):
+    out = tmp_path / "r"
+    out.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", NOISY, "query", "SELECT 1 AS x", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "native noise" in proc.stdout  # only --json/--csv divert
+
+
+@pytest.mark.parametrize(
+    "args, shown",
+    [
+        (["simulate", "aim", "--bogus"], "No such option: --bogus"),
+        (["simulate"], "Missing argument 'family'"),
+        (["nosuch"], "No such command 'nosuch'"),
+        (["runs", "--json=3"], "'--json' does not take a value"),
+        (["bench", "--name"], "'--name' requires an argument"),
+        (["run", "circuits-ode", "--seed", "abc"], "'--seed'"),
+        (["simulate", "aim", "--bo\ngus"], "--bo\\"),  # a newline, shown escaped
+        (["simulate", "aim", "--\x1b[31mred"], "--\\x1b[31mred"),  # an ANSI escape, not sent raw
+    ],
+)
+def test_usage_errors_one_line_exit_2(args, shown):
+    proc = attndyn(*args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and shown in lines[0], proc.stderr
+    assert "\x1b" not in proc.stderr and proc.stdout == ""
+
+
+@pytest.mark.parametrize("args", [["--help"], [], ["simulate", "--help"]])
+def test_help_exit_0(args):
+    proc = attndyn(*args)
+    assert proc.returncode == 0 and "Usage: attndyn" in proc.stdout and proc.stderr == ""

@@ -6,6 +6,7 @@ anything is written.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -19,6 +20,12 @@ from rich.table import Table
 
 from attndyn.core.serial import json_safe
 from attndyn.errors import AttndynError, InputError
+from attndyn.machine_output import native_stdout_to_stderr
+
+try:  # recent typer vendors click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer runs on the click package
+    from click import exceptions as click_errors
 
 app = typer.Typer(
     add_completion=False,
@@ -557,14 +564,42 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def main() -> None:
-    """Entry point: an attndyn error prints one line and exits with its code (2 for bad input,
-    1 for storage and executor errors)."""
+def _clean_stdout(callback):
+    """``callback`` run with native output to stdout sent to stderr when it is asked for --json
+    or --csv, so that stdout carries only what the command prints (:mod:`attndyn.machine_output`)."""
+
+    @functools.wraps(callback)
+    def wrapper(*args, **kwargs):
+        if not (kwargs.get("as_json") or kwargs.get("as_csv")):
+            return callback(*args, **kwargs)
+        with native_stdout_to_stderr():
+            return callback(*args, **kwargs)
+
+    return wrapper
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point (``args`` defaults to ``sys.argv[1:]``): every error prints one line on stderr
+    and exits with its code: 2 for bad input and usage errors (unknown option, missing argument),
+    1 for storage and executor errors; ``--help`` (or no arguments) prints help and exits 0."""
+    command = typer.main.get_command(app)
+    for sub in getattr(command, "commands", {}).values():
+        sub.callback = _clean_stdout(sub.callback)
     try:
-        app()  # usage errors (unknown option, missing argument) exit 2 from typer itself
+        code = command.main(args=args, prog_name="attndyn", standalone_mode=False)
     except AttndynError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except click_errors.ClickException as exc:
+        if isinstance(exc, getattr(click_errors, "NoArgsIsHelpError", ())):
+            sys.exit(0)  # the help is printed already
+        hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) else ""
+        print(f"error: {one_line(exc.format_message() + hint)}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def one_line(text: str) -> str:

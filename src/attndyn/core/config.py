@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import tomllib
 import types
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -106,8 +109,10 @@ class SimulationConfig(GridConfig):
             raise ValueError(f"seed: seed + seeds − 1 must be below 2^31 (got {self.seed})")
         try:
             steps = self.total_steps
-        except (ArithmeticError, ValueError):
-            return self  # e.g. a zero step size: the family's own checks name the field
+        except ZeroDivisionError:
+            return self  # a zero step size: the family's own checks name the field
+        except (OverflowError, ValueError):
+            steps = math.inf  # t_max over a tiny step: int(inf) or int(nan)
         if steps > MAX_STEPS:
             raise ValueError(
                 f"t_max: {self.t_max:g} means {steps:.3g} steps, above the {MAX_STEPS} the "
@@ -135,18 +140,21 @@ def validate(config_cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
     try:
         return config_cls(**values)
     except ValidationError as exc:
-        raise InputError(_one_line(exc)) from None
+        raise InputError(_one_line(exc, config_cls.model_fields)) from None
 
 
-def _one_line(exc: ValidationError) -> str:
+def _one_line(exc: ValidationError, fields: Iterable[str] = ()) -> str:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"]) or "config"
     msg = err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     name, sep, rest = msg.partition(": ")
+    first = re.match(r"[A-Za-z_]\w*", msg)
     if field == "config" and sep and name.isidentifier():
         field, msg = name, rest  # a cross-field check names its field as "field: message"
+    elif field == "config" and first and first.group() in fields:
+        field = first.group()  # or starts with it: "vocab must be >= ..."
     got = err.get("input")
     shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
     return f"invalid value for '{field}': {msg}{shown}"

@@ -174,7 +174,10 @@ def check_where(con: duckdb.DuckDBPyConnection, where: str) -> None:
             raise InputError("invalid value for 'where': unbalanced ')'")
     if depth != 0:
         raise InputError("invalid value for 'where': unbalanced '('")
-    statements = con.extract_statements(f"SELECT 1 WHERE ({where})")
+    try:
+        statements = con.extract_statements(f"SELECT 1 WHERE ({where})")
+    except duckdb.Error as exc:  # e.g. ':' tokenizes but does not parse
+        raise _invalid_where(exc) from None
     if len(statements) != 1:
         raise InputError("invalid value for 'where': one expression only")
     read_only(con, f"SELECT 1 WHERE ({where})", "where")

@@ -112,9 +112,10 @@ class AIMConfig(SimulationConfig):
     def _check_covariance(self) -> AIMConfig:
         if self.C is None:
             return self
+        shape = [len(row) for row in self.C]  # rows of any lengths (a ragged C too)
+        if shape != [self.L] * self.L:
+            raise ValueError(f"C must be an L×L matrix with L = {self.L}; got rows {shape}")
         c = np.asarray(self.C, dtype=float)
-        if c.shape != (self.L, self.L):
-            raise ValueError(f"C must be an L×L matrix with L = {self.L}; got shape {c.shape}")
         if not np.allclose(c, c.T, atol=1e-12):
             raise ValueError("C must be symmetric")
         if np.linalg.eigvalsh(c).min() < -1e-10:

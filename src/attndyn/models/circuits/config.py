@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.core.config import Optimizer, SimulationConfig
+from attndyn.core.config import SEED_LIMIT, Optimizer, SimulationConfig
 
 Init = Literal["auto", "eye", "default"]
 PARAMS = ("FAFO", "FACO", "CAFO", "CACO")
@@ -103,7 +103,10 @@ class CircuitsConfig(SimulationConfig):
         2048, ge=1, le=100_000, description="fixed test sequences (the notebooks use 6400)"
     )
     test_seed: int = Field(
-        0, ge=0, description="key of the test set (same for every seed, not the training stream)"
+        0,
+        ge=0,
+        lt=SEED_LIMIT,
+        description="key of the test set (same for every seed, not the training stream; < 2^31)",
     )
     top_sv: int = Field(3, ge=1, le=16, description="recorded top singular values per circuit")
     sharp_threshold: float = Field(

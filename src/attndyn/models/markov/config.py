@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from attndyn.core.config import SimulationConfig
+from attndyn.core.config import SEED_LIMIT, SimulationConfig
 from attndyn.models.markov.data import PAPER_PI, two_group_pi
 
 
@@ -57,7 +57,7 @@ class MarkovConfig(SimulationConfig):
         "random Metropolis chain reversible for π (Section 4.1's transition matrices sharing π)",
     )
     transition_seed: int = Field(
-        0, ge=0, description="metropolis: seed of Q's random symmetric proposal"
+        0, ge=0, lt=SEED_LIMIT, description="metropolis: seed of Q's random symmetric proposal"
     )
     seq_len: int = Field(20, ge=1, le=4096, description="sequence length s (online/fixed/text)")
     n_sequences: int = Field(
@@ -77,7 +77,7 @@ class MarkovConfig(SimulationConfig):
         "corpus with the tokenizers library)",
     )
     max_tokens: int = Field(
-        2_000_000, ge=100, description="text: corpus tokens kept (from the start)"
+        2_000_000, ge=100, lt=2**31, description="text: corpus tokens kept (from the start)"
     )
     shuffle_tokens: bool = Field(
         False,
@@ -86,7 +86,7 @@ class MarkovConfig(SimulationConfig):
     )
     # --- model --------------------------------------------------------------------------------
     m: int = Field(256, ge=1, le=16_384, description="embedding width m (Appendix E.1: 256)")
-    m_k: int | None = Field(None, ge=1, description="query/key width; None: m")
+    m_k: int | None = Field(None, ge=1, le=16_384, description="query/key width; None: m")
     init_scale: float | None = Field(
         None, gt=0, description="init N(0, ε²) for every weight; None: ε = 1/m (Appendix E.1)"
     )

@@ -83,7 +83,10 @@ class QueryConfig(SimulationConfig):
         "auto: whole when seeds·batch·n·d values fit in max_token_mb",
     )
     chunk: int = Field(
-        2048, ge=BLOCK, description="tokens per chunk when streaming (multiple of 128)"
+        2048,
+        ge=BLOCK,
+        le=1 << 24,  # more tokens than a sample has (n_informative + n_nuisance)
+        description="tokens per chunk when streaming (multiple of 128)",
     )
     max_token_mb: float = Field(
         1024.0, gt=0, description="stream=auto: largest token memory (MB) for the whole route"

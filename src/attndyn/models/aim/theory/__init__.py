@@ -97,9 +97,11 @@ class AIMTheoryConfig(AIMConfig):
         if untied and self.param != "untied":
             raise ValueError(f"method '{self.method}' needs param='untied' (got '{self.param}')")
         if self.param == "untied" and self.teacher_kind != "product":
-            raise ValueError("untied theory needs the product teacher (teacher='product')")
+            raise ValueError("teacher: untied theory needs the product teacher (teacher='product')")
         if self.param == "tied" and self.teacher_kind == "product":
-            raise ValueError("tied theory needs a symmetric teacher ('wishart' or 'identity')")
+            raise ValueError(
+                "teacher: tied theory needs a symmetric teacher ('wishart' or 'identity')"
+            )
         return self
 
     @property

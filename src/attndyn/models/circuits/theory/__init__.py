@@ -61,7 +61,7 @@ class CircuitsTheoryConfig(GridConfig):
     @model_validator(mode="after")
     def _one_rate(self) -> CircuitsTheoryConfig:
         if self.ratio is not None and self.eta_qk is not None:
-            raise ValueError("set one of ratio and eta_qk, not both")
+            raise ValueError("eta_qk: set one of ratio and eta_qk, not both")
         return self
 
     @property

@@ -44,10 +44,15 @@ class MarkovTheoryConfig(MarkovConfig):
 
     @model_validator(mode="after")
     def _plain_model(self) -> MarkovTheoryConfig:
-        if self.residual or self.value or self.causal or self.logit_scale != "none":
+        changed = [
+            name
+            for name, default in (("residual", False), ("value", False), ("causal", False))
+            if getattr(self, name) != default
+        ] + (["logit_scale"] if self.logit_scale != "none" else [])
+        if changed:
             raise ValueError(
-                "the rank-one flow (Eq. 20) is for Def. 2.2's model: residual, value, causal "
-                "and logit_scale must keep their defaults"
+                f"{changed[0]}: the rank-one flow (Eq. 20) is for Def. 2.2's model: residual, "
+                "value, causal and logit_scale must keep their defaults"
             )
         return self
 

@@ -27,7 +27,7 @@ import jax
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.core.config import canonical
+from attndyn.core.config import SEED_LIMIT, canonical
 from attndyn.core.grids import record_grid
 from attndyn.core.trainer import seed_keys
 from attndyn.core.trajectory import make_trajectory
@@ -61,7 +61,9 @@ class QueryTheoryConfig(QueryConfig):
     mc_samples: int = Field(
         4096, ge=16, le=1 << 22, description="Monte Carlo draws of the population objective"
     )
-    mc_seed: int = Field(0, ge=0, description="seed of the common random numbers")
+    mc_seed: int = Field(
+        0, ge=0, lt=SEED_LIMIT, description="seed of the common random numbers (< 2^31)"
+    )
     degree: int | None = Field(
         None, ge=4, le=512, description="Chebyshev degree of Φ; None: adaptive (tail < 1e-10)"
     )
