@@ -168,11 +168,11 @@ class Results:
         queries.read_only(self.con, sql)
         queries.planned(self.con, sql, field="sql")  # InputError: the SQL itself is wrong
         try:
-            return queries.executed(self.con, sql)
-        except queries.DataReadError:  # a damaged run file: named, left out, asked again
+            return queries.executed(self.con, sql, field="sql")
+        except queries.DataReadError as exc:  # a damaged run file: named, left out, asked again
             bad = queries.damaged_runs(self.con, self.root)
             if not bad:
-                raise
+                raise queries.blamed(exc) from None
             self.con = queries.reconnect(self.root, bad)
             return queries.executed(self.con, sql)
 

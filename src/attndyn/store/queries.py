@@ -22,7 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from attndyn.core.config import flatten
-from attndyn.errors import InputError, StoreError
+from attndyn.errors import AttndynError, InputError, StoreError
 
 FORMATS = ("csv", "parquet")
 OBSERVABLE_COLUMNS = ("seed", "time", "samples", "step", "name", "value")
@@ -55,7 +55,21 @@ def _selection(
 
 class DataReadError(StoreError):
     """DuckDB planned the query but failed reading the stored data: a damaged file, never the
-    user's SQL (:func:`answer` finds the file and asks again without it)."""
+    user's SQL (:func:`answer` finds the file and asks again without it). ``field`` names the
+    user's part of the query (``where`` or ``sql``), blamed when no file is damaged."""
+
+    field: str | None = None
+
+
+def blamed(exc: DataReadError) -> AttndynError:
+    """``exc`` once every catalogued run file is sound: an InputError naming ``exc.field``
+    (e.g. ``--where "'abc'"`` fails casting to BOOL only when it runs), or ``exc`` itself."""
+    if exc.field is None:
+        return exc
+    detail = str(exc).removeprefix("cannot read the results: ")
+    if exc.field == "sql":
+        return InputError(f"invalid SQL: {detail}")
+    return InputError(f"invalid value for '{exc.field}': {detail}")
 
 
 def planned(con: duckdb.DuckDBPyConnection, sql: str, params=None, field: str = "where") -> None:
@@ -71,12 +85,16 @@ def planned(con: duckdb.DuckDBPyConnection, sql: str, params=None, field: str = 
         raise InputError(f"invalid value for '{field}': {first}") from None
 
 
-def executed(con: duckdb.DuckDBPyConnection, sql: str, params=None) -> pd.DataFrame:
+def executed(
+    con: duckdb.DuckDBPyConnection, sql: str, params=None, field: str | None = None
+) -> pd.DataFrame:
     """The result of ``sql`` (already :func:`planned`); DataReadError when reading fails."""
     try:
         return con.execute(sql, params or []).df()
     except duckdb.Error as exc:
-        raise DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}") from None
+        err = DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}")
+        err.field = field
+        raise err from None
 
 
 def answer(root, ask):
@@ -89,10 +107,10 @@ def answer(root, ask):
     con = connect(root)
     try:
         return ask(con)
-    except DataReadError:
+    except DataReadError as exc:
         bad = damaged_runs(con, root)
         if not bad:
-            raise
+            raise blamed(exc) from None
     return ask(reconnect(root, bad))
 
 
@@ -198,7 +216,7 @@ def runs(
     sql = f"SELECT * FROM {view}" + (f" WHERE {' AND '.join(clauses)}" if clauses else "")
     sql += " ORDER BY created, run_id"
     planned(con, sql, params)
-    return executed(con, sql, params)
+    return executed(con, sql, params, "where" if where else None)
 
 
 def flat_config(frame: pd.DataFrame) -> pd.DataFrame:
@@ -252,7 +270,9 @@ def export(
     try:
         reader = con.sql(sql, params=params).to_arrow_reader()
     except duckdb.Error as exc:
-        raise DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}") from None
+        err = DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}")
+        err.field = "where" if where else None
+        raise err from None
     written = 0
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -268,7 +288,9 @@ def export(
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, duckdb.Error | pa.ArrowException):  # reading the stored data
-            raise DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}") from None
+            err = DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}")
+            err.field = "where" if where else None
+            raise err from None
         if isinstance(exc, OSError):
             raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from None
         raise
