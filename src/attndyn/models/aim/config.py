@@ -149,4 +149,7 @@ class AIMConfig(SimulationConfig):
 
     @property
     def total_steps(self) -> int:
-        return max(1, int(np.ceil(self.t_max / (self.time_per_sample * self.batch))))
+        """OverflowError when the step underflows (core/config.py names ``t_max`` then)."""
+        with np.errstate(divide="ignore", over="ignore"):
+            steps = np.ceil(self.t_max / (self.time_per_sample * self.batch))
+        return max(1, int(steps))
