@@ -205,7 +205,7 @@ def test_predict_trajectory():
 @pytest.mark.parametrize(
     "values, field",
     [
-        ({"ratio": 1, "eta_qk": 2}, "config"),
+        ({"ratio": 1, "eta_qk": 2}, "eta_qk"),
         ({"ratio": -1}, "ratio"),
         ({"n_classes": 1}, "n_classes"),
         ({"grid": "cubic"}, "grid"),

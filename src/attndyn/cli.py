@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from attndyn.core.serial import json_safe
-from attndyn.errors import AttndynError, InputError
+from attndyn.errors import AttndynError, InputError, one_line
 from attndyn.machine_output import native_stdout_to_stderr
 
 try:  # recent typer vendors click
@@ -91,8 +91,7 @@ def simulate(
     max_hours: MaxHoursOpt = 1.0,
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
-    from attndyn import runs
-    from attndyn.core import estimate
+    from attndyn import estimate, runs
     from attndyn.models import get_family
     from attndyn.store import Store
 
@@ -357,7 +356,7 @@ def sweep(
     max_hours: MaxHoursOpt = 1.0,
 ) -> None:
     """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
-    from attndyn.core.estimate import check_max_hours
+    from attndyn.estimate import check_max_hours
     from attndyn.sweep import run_sweep
     from attndyn.sweep.estimate import estimate_sweep, guard_sweep, summary_lines
     from attndyn.sweep.executors import default_workers
@@ -600,11 +599,3 @@ def main(args: list[str] | None = None) -> None:
         print("error: aborted", file=sys.stderr)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def one_line(text: str) -> str:
-    """``text`` with control characters (newlines, ANSI escapes, …) written as escapes, so an
-    error is always one line and never drives the terminal."""
-    return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
-    )

@@ -26,3 +26,11 @@ class StoreError(AttndynError, OSError):
 
 class ExecutorError(AttndynError, RuntimeError):
     """A sweep executor cannot run tasks at all, e.g. no scheduler at the address (exit 1)."""
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (newlines, ANSI escapes, …) written as escapes, so an
+    error is always one line and never drives the terminal."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )

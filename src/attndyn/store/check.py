@@ -104,7 +104,7 @@ def report(out, as_json: bool = False) -> int:
     if not root.is_dir():
         raise InputError(f"no results folder {root} (give --out or set ATTNDYN_RESULTS)")
     found = problems(root)
-    from attndyn.cli import one_line  # a hostile file name cannot break the one-line format
+    from attndyn.errors import one_line  # a hostile file name cannot break the one-line format
 
     if as_json:
         print(json.dumps([{"file": p.file, "problem": p.problem} for p in found]))
