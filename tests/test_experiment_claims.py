@@ -41,12 +41,11 @@ PINNED: dict[str, list[str]] = {
     "langevin-vs-sgd": ["sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"],
     "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
     "langevin-plateau": [
-        "converges-lora",
         "plateau-reached-lora",
         "plateau-falls-lora",
         "laplace-lora",
     ],
-    "langevin-size": ["converges", "plateau-reached", "gap-matches-size", "gap-slope"],
+    "langevin-size": ["plateau-reached", "gap-matches-size", "gap-slope"],
     "focus-stages": [
         "stage1-rate",
         "attention-frozen",
