@@ -46,7 +46,8 @@ Preconditions (else the outcome is invalid): the Euler–Maruyama bias of the st
 the KS test's 5 % resolution 1.36/√n (the KS test cannot see the EM bias); no chain diverged.
 
 Negative controls: ``wrong-temperature`` (chains run at 1.25·s, references at s) and
-``wrong-exponent`` (the references computed for μ ∝ exp(−F/s), i.e. at temperature 2s).
+``wrong-exponent`` (the references computed for μ ∝ exp(−F/s), i.e. at temperature 2s);
+``wrong-drift`` (the OU chains at restoring force 1.25·λ, references at λ).
 """
 
 from __future__ import annotations
@@ -108,6 +109,9 @@ class Config(ExperimentConfig):
     temperature_factor: float = Field(
         1.0, gt=0, description="negative control: chains run at this multiple of s"
     )
+    drift_factor: float = Field(
+        1.0, gt=0, description="negative control: the OU chains' restoring force is this·λ"
+    )
     gibbs_exponent: float = Field(
         2.0, gt=0, description="references for μ ∝ exp(−exponent·F/s); 2 is the SDE's"
     )
@@ -163,7 +167,7 @@ def double_well_values(config: Config, s: float) -> dict[str, Any]:
 def ou_values(config: Config) -> dict[str, Any]:
     t_max = config.ou_t_max
     return dict(
-        model="quadratic", lam=config.ou_lam, dynamics="sde",
+        model="quadratic", lam=config.ou_lam * config.drift_factor, dynamics="sde",
         s=config.ou_s * config.temperature_factor, h=config.ou_h, t_max=t_max, x0=config.ou_x0,
         init_scale=0.0, dim=config.dim, seeds=config.seeds, seed=config.seed,
         records=_records(t_max, config.record_every), grid="linear",
@@ -234,6 +238,12 @@ class LangevinGibbs(Experiment):
             "every chain runs at 1.25·s (noise √(1.25 s)) while the references stay at s: E F "
             "is ~25 % high, the histogram too wide, the barrier crossed e^{2ΔF(1/s − 1/1.25s)} "
             "times faster",
+        ),
+        "wrong-drift": Control(
+            {"drift_factor": 1.25},
+            ("ou-decay-rate", "ou-stationary-variance"),
+            "the OU chains feel the restoring force 1.25·λθ while the references stay at λ: "
+            "E θ decays at 1.25λ and the stationary variance is s/(2.5λ), 20 % low",
         ),
         "wrong-exponent": Control(
             {"gibbs_exponent": 1.0},
