@@ -72,6 +72,9 @@ class Config(ExperimentConfig):
     tokens: int = Field(4, ge=2)
     heads: int = Field(2, ge=1)
     d_k: int = Field(2, ge=1)
+    att_train_v: bool = Field(
+        True, description="attention: W_V trained (the control softmax-only freezes it)"
+    )
     # Villani probe
     rays: int = Field(32, ge=4, description="random unit rays")
     probes: int = Field(16, ge=2, description="Rademacher probes per Hutchinson estimate")
@@ -134,6 +137,7 @@ def sim_values(config: Config, model: str, lam: float) -> dict[str, Any]:
         tokens=config.tokens,
         heads=config.heads,
         d_k=config.d_k,
+        train_v=config.att_train_v,
     )
 
 
@@ -201,6 +205,13 @@ class LangevinRegularization(Experiment):
             "λ = 0 in the regularised arm: no Gibbs probability measure exists (the GL orbits "
             "are non-compact), so the balance keeps spreading and, for LoRA, V_s does not grow "
             "along rays (tanh saturates: ∇F, ΔF → 0)",
+        ),
+        "softmax-only": Control(
+            {"lam": 0.0, "att_train_v": False},
+            ("lora-bounded", "lora-villani-grows", "attention-bounded", "attention-villani-grows"),
+            "λ = 0 and, for attention, W_V frozen: F depends on (W_Q, W_K) only through the "
+            "softmax, which saturates along every ray, so ∇F and ΔF → 0 and V_s stays bounded "
+            "(no Gibbs measure: the Villani probe must see it); LoRA as in no-regularisation",
         ),
         "regularised-walk": Control(
             {"lam_free": 0.5},
