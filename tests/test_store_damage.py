@@ -19,7 +19,8 @@ from attndyn.store.catalog import CATALOG
 from attndyn.sweep import load_spec, run_sweep
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_sweep_store import cli, experiment_record  # noqa: E402
+from helpers import cli  # noqa: E402
+from test_sweep_store import experiment_record  # noqa: E402
 
 SPEC = """
 family = "aim"

@@ -10,6 +10,7 @@ import sys
 import threading
 
 import pytest
+from helpers import cli
 
 from attndyn.core.config import run_id
 from attndyn.runs import family_config
@@ -22,19 +23,6 @@ TINY = {"d": 8, "seeds": 2, "t_max": 0.05, "records": 4, "batch": 4, "test_size"
 def simulate_args(out) -> list[str]:
     sets = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
     return [sys.executable, "-m", "attndyn", "simulate", "aim", *sets, "--out", str(out), "--json"]
-
-
-def cli(monkeypatch, capsys, *args):
-    from attndyn.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["attndyn", *map(str, args)])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_two_identical_simulations_racing_compute_once(tmp_path):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
 import textwrap
 import time
 import tomllib
@@ -20,6 +19,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from helpers import cli
 
 from attndyn.errors import InputError
 from attndyn.runs import family_config
@@ -29,20 +29,6 @@ from attndyn.sweep.estimate import SAMPLE, estimate_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(d=8, t_max=0.05, records=4, batch=4, test_size=8)
-
-
-def cli(monkeypatch, capsys, *args):
-    """Run the real entry point in this process: (exit code, stdout, stderr)."""
-    from attndyn.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["attndyn", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def documented_specs() -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from helpers import cli
 
 from attndyn.core.config import run_id
 from attndyn.errors import InputError
@@ -30,20 +31,6 @@ def write(tmp_path, text, name="spec.toml"):
     path = tmp_path / name
     path.write_text(textwrap.dedent(text))
     return path
-
-
-def cli(monkeypatch, capsys, *args):
-    """Run the real entry point in this process: (exit code, stdout, stderr)."""
-    from attndyn.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["attndyn", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_issue_spec_expands_to_40_runs_in_grid_order(tmp_path):

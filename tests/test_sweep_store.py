@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from helpers import cli
 
 from attndyn.core.config import canonical, run_id
 from attndyn.core.trajectory import make_trajectory
@@ -51,19 +51,6 @@ def folder(tmp_path):
         for s in (0, 2)
     ]
     return store, ids
-
-
-def cli(monkeypatch, capsys, *args):
-    from attndyn.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["attndyn", *args])
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_catalog_follows_added_rewritten_and_deleted_runs(folder):
