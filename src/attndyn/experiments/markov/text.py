@@ -221,7 +221,12 @@ class FocusText(Experiment):
     controls = {
         "shuffled": Control(
             {"shuffle_tokens": True},
-            ("dilution-wikitext", "beyond-unigram-wikitext"),
+            (
+                "dilution-wikitext",
+                "beyond-unigram-wikitext",
+                "dilution-tinystories",
+                "beyond-unigram-tinystories",
+            ),
             "the corpus's tokens permuted once: π̂ is kept, every bigram dependence destroyed, so "
             "L_uni − L* is the finite-sample information of an order-free stream (no model can "
             "gain more than its 99.9 % quantile) and nothing drives the queries' attention away "
@@ -229,7 +234,12 @@ class FocusText(Experiment):
         ),
         "frozen-attention": Control(
             {"train_attention": False},
-            ("focus-wikitext", "entropy-cycle-wikitext"),
+            (
+                "focus-wikitext",
+                "entropy-cycle-wikitext",
+                "focus-tinystories",
+                "entropy-cycle-tinystories",
+            ),
             "W_Q and W_K frozen at their init N(0, 1/m²): the logits Φ = W₀W_QW_KᵀW₀ᵀ stay "
             "O(‖W₀‖²/m), so no query's attention can concentrate on the top token and the "
             "attention entropy has no fall to recover from (the model still learns M = W₀W₁)",
