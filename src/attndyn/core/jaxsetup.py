@@ -7,14 +7,15 @@ across runs and processes. It goes to ``$ATTNDYN_JAX_CACHE`` (default
 ``~/.cache/attndyn/jax``); set ``ATTNDYN_JAX_CACHE=off`` to disable. A cache directory the user
 configured for JAX (``JAX_COMPILATION_CACHE_DIR``) is left alone.
 
-XLA:CPU's YNNPACK fusions (jaxlib 0.10) misbehave on some of our programs: the reduce and
-elementwise fusions fail at run time on batched softmax gradients ("ternary_elementwise:
-dimension … does not match", e.g. the langevin family's attention with one head, d_k = 2 and 64
-chains), and the dot fusions hang (the XLA worker threads wait forever, no CPU used) on the markov
-family's text runs of the focus-text small preset (d = 64, m = 32, batch 64). So
-:func:`avoid_ynn_fusion_bug` sets the list of YNNPACK fusions to the empty list (XLA's own
-kernels) unless ``XLA_FLAGS`` already sets ``xla_cpu_experimental_ynn_fusion_type``. It must run
-before JAX's first computation, so it runs when this module is imported.
+XLA:CPU's YNNPACK reduce/elementwise fusions (jaxlib 0.10) fail at run time on some batched
+softmax gradients ("ternary_elementwise: dimension … does not match", e.g. the langevin family's
+attention with one head, d_k = 2 and 64 chains); :func:`avoid_ynn_fusion_bug` keeps only YNNPACK's
+dot fusions unless ``XLA_FLAGS`` already sets ``xla_cpu_experimental_ynn_fusion_type``. It must
+run before JAX's first computation, so it runs when this module is imported. Known problem: with
+the dot fusions on, the markov family's text runs of focus-text's small preset (d = 64, m = 32,
+batch 64) hang in XLA's worker threads; ``XLA_FLAGS='--xla_cpu_experimental_ynn_fusion_type=""'``
+(no YNNPACK fusion) runs them, but makes the whole test suite about 1.6× slower
+(BENCHMARKS.md, "XLA:CPU's YNNPACK fusions").
 
 A damaged cache entry (truncated by a killed process or a file-size limit: JAX writes entries in
 place) makes JAX 0.10 warn on every later run ("Error reading persistent compilation cache
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import jax
 
-YNN_FLAG = '--xla_cpu_experimental_ynn_fusion_type=""'  # the empty list: no YNNPACK fusion
+YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_DOT"
 
 
 def avoid_ynn_fusion_bug() -> None:
