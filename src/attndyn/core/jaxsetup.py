@@ -14,8 +14,9 @@ dot fusions unless ``XLA_FLAGS`` already sets ``xla_cpu_experimental_ynn_fusion_
 run before JAX's first computation, so it runs when this module is imported. Known problem: with
 the dot fusions on, the markov family's text runs of focus-text's small preset (d = 64, m = 32,
 batch 64) hang in XLA's worker threads; ``XLA_FLAGS='--xla_cpu_experimental_ynn_fusion_type=""'``
-(no YNNPACK fusion) runs them, but makes the whole test suite about 1.6× slower
-(BENCHMARKS.md, "XLA:CPU's YNNPACK fusions").
+(no YNNPACK fusion) runs them; as a default it made the test suite take over 1,100 s instead of
+693 s (with a compilation cache cold for that setting: part of it is compilation) and the aim
+batch-1 step slower (BENCHMARKS.md, "XLA:CPU's YNNPACK fusions").
 
 A damaged cache entry (truncated by a killed process or a file-size limit: JAX writes entries in
 place) makes JAX 0.10 warn on every later run ("Error reading persistent compilation cache
