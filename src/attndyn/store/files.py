@@ -376,8 +376,7 @@ class Store:
         try:
             return self.read(run_id)
         except DamagedRun as exc:
-            with contextlib.suppress(OSError):
-                self.quarantine(run_id, exc.reason)
+            self._set_aside(run_id, exc.reason)
             return None
 
     def stored(self, run_id: str) -> bool:
@@ -387,9 +386,13 @@ class Store:
         reason = self.problem(run_id)
         if reason is None:
             return True
+        self._set_aside(run_id, reason)
+        return False
+
+    def _set_aside(self, run_id: str, reason: str) -> None:
+        """Quarantine a damaged run file; a failure to move it leaves it (it stays unread)."""
         with contextlib.suppress(OSError):
             self.quarantine(run_id, reason)
-        return False
 
     def sound(self, run_ids) -> set[str]:
         """The ids among ``run_ids`` whose files are sound (:meth:`stored`, a full read and
