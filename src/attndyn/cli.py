@@ -21,6 +21,7 @@ from rich.table import Table
 from attndyn.core.serial import json_safe
 from attndyn.errors import AttndynError, InputError, one_line
 from attndyn.machine_output import native_stdout_to_stderr
+from attndyn.suggest import did_you_mean
 
 try:  # recent typer vendors click
     from typer._click import exceptions as click_errors
@@ -536,7 +537,8 @@ def bench(
         return
     if name != "all" and name not in found:
         allowed = ", ".join([*sorted(found), "all"])
-        raise InputError(f"invalid value for 'name': must be one of {allowed} (got {name!r})")
+        hint = did_you_mean(name, [*found, "all"])
+        raise InputError(f"invalid value for 'name': must be one of {allowed} (got {name!r}){hint}")
     chosen = sorted(found) if name == "all" else [name]
     rows: list[dict] = []
     for bench_name in chosen:
