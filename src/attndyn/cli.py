@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -21,6 +20,7 @@ from rich.table import Table
 from attndyn.core.serial import json_safe
 from attndyn.errors import AttndynError, InputError, one_line
 from attndyn.machine_output import native_stdout_to_stderr
+from attndyn.suggest import did_you_mean
 
 try:  # recent typer vendors click
     from typer._click import exceptions as click_errors
@@ -32,8 +32,28 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="attndyn: simulate, predict and query the learning dynamics of attention.",
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 console = Console()
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from attndyn.version import __version__
+
+        print(f"attndyn {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="print the version"),
+    ] = False,
+) -> None:
+    pass
+
 
 OutOpt = Annotated[
     str | None,
@@ -325,13 +345,7 @@ def query(
         raise InputError(f"invalid SQL: {str(exc).splitlines()[0]}") from None
     if _emit_machine_readable(frame, as_json, as_csv):
         return
-    else:
-        table = Table()
-        for col in frame.columns:
-            table.add_column(str(col))
-        for row in frame.itertuples(index=False):
-            table.add_row(*[str(v) for v in row])
-        console.print(table)
+    _print_fitted(list(map(str, frame.columns)), frame.values.tolist(), None, "--json or --csv")
 
 
 @app.command()
@@ -465,19 +479,19 @@ def runs(
         for c in frame.columns
         if c not in fixed and c not in HIDDEN and frame[c].astype(str).nunique(dropna=False) > 1
     ]
-    table = Table(title=f"{len(frame)} runs")
-    for col in fixed + config_cols:
-        table.add_column(col)
-    for row in frame[fixed + config_cols].itertuples(index=False):
-        table.add_row(*[_fmt(None if _missing(v) else v) for v in row])
+    how = "every column: --json or --csv" + ("" if family else "; typed config: --family F")
+    rows = frame[fixed + config_cols].values.tolist()
+    _print_fitted(fixed + config_cols, rows, f"{len(frame)} runs", how)
+
+
+def _print_fitted(columns: list[str], rows: list, title: str | None, how: str) -> None:
+    """A table that fits the terminal (:mod:`attndyn.cli_tables`), naming what it left out."""
+    from attndyn.cli_tables import dropped_note, fit
+
+    table, dropped = fit(columns, rows, console.width, title)
     console.print(table)
-
-
-def _missing(v) -> bool:
-    try:
-        return v is None or (isinstance(v, float) and math.isnan(v))
-    except TypeError:
-        return False
+    if dropped:
+        console.print(dropped_note(dropped, how), markup=False, highlight=False)
 
 
 @app.command()
@@ -536,7 +550,8 @@ def bench(
         return
     if name != "all" and name not in found:
         allowed = ", ".join([*sorted(found), "all"])
-        raise InputError(f"invalid value for 'name': must be one of {allowed} (got {name!r})")
+        hint = did_you_mean(name, [*found, "all"])
+        raise InputError(f"invalid value for 'name': must be one of {allowed} (got {name!r}){hint}")
     chosen = sorted(found) if name == "all" else [name]
     rows: list[dict] = []
     for bench_name in chosen:
@@ -553,6 +568,58 @@ def bench(
             console.print(table)
     if as_json:
         print(json.dumps(json_safe(rows)))
+
+
+@app.command()
+def describe(
+    name: Annotated[str, typer.Argument(help="a family or an experiment (attndyn list)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print it as JSON")] = False,
+) -> None:
+    """What a family or an experiment is, before running it: config fields (type, default,
+    allowed values, meaning); an experiment's paper, presets, controls and claims."""
+    from attndyn.describe import describe as describe_
+    from attndyn.describe import render
+
+    info = describe_(name)
+    if as_json:
+        print(json.dumps(json_safe(info)))
+    else:
+        render(info, console)
+
+
+@app.command()
+def show(
+    run_id: Annotated[str, typer.Argument(help="a stored run's id, or any unique prefix")],
+    out: OutOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print it as JSON")] = False,
+) -> None:
+    """One stored run: family, kind, status, config, seeds, diverged seeds, wall time, file and
+    final observables (mean ± std over finite seeds)."""
+    from attndyn.cli_tables import show_run
+    from attndyn.overview import show as show_
+
+    info = show_(out, run_id)
+    if as_json:
+        print(json.dumps(json_safe(info)))
+    else:
+        show_run(info, console)
+
+
+@app.command()
+def summary(
+    out: OutOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print it as JSON")] = False,
+) -> None:
+    """A results folder at a glance: runs by family, kind and experiment, experiment verdicts,
+    diverged runs, failures and damaged files."""
+    from attndyn.cli_tables import show_summary
+    from attndyn.overview import summary as summary_
+
+    info = summary_(out)
+    if as_json:
+        print(json.dumps(json_safe(info)))
+    else:
+        show_summary(info, console)
 
 
 def _fmt(v) -> str:
@@ -581,9 +648,14 @@ def main(args: list[str] | None = None) -> None:
     """Entry point (``args`` defaults to ``sys.argv[1:]``): every error prints one line on stderr
     and exits with its code: 2 for bad input and usage errors (unknown option, missing argument),
     1 for storage and executor errors; ``--help`` (or no arguments) prints help and exits 0."""
+    from attndyn.cli_examples import epilog
+    from attndyn.models import family_names
+
     command = typer.main.get_command(app)
-    for sub in getattr(command, "commands", {}).values():
+    for name, sub in getattr(command, "commands", {}).items():
         sub.callback = _clean_stdout(sub.callback)
+        families = family_names() if name in ("simulate", "predict") else None
+        sub.epilog = epilog(name, families) or None
     try:
         code = command.main(args=args, prog_name="attndyn", standalone_mode=False)
     except AttndynError as exc:

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from attndyn.errors import InputError
+from attndyn.suggest import did_you_mean
 
 SCHEMA_VERSION = 1
 """Bumped whenever stored results would change meaning; part of every run id."""
@@ -136,7 +137,8 @@ def validate(config_cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
     unknown = sorted(set(values) - set(config_cls.model_fields))
     if unknown:
         allowed = ", ".join(config_cls.model_fields)
-        raise InputError(f"unknown config field '{unknown[0]}'; allowed fields: {allowed}")
+        hint = did_you_mean(unknown[0], config_cls.model_fields)
+        raise InputError(f"unknown config field '{unknown[0]}'{hint}; allowed fields: {allowed}")
     try:
         return config_cls(**values)
     except ValidationError as exc:

@@ -18,6 +18,7 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 
 from attndyn.errors import InputError
+from attndyn.suggest import did_you_mean
 
 FAMILIES = "attndyn.families"
 EXPERIMENTS = "attndyn.experiments"
@@ -46,7 +47,8 @@ def load(group: str, name: str, what: str):
     registered = _group(group)
     if name not in registered:
         allowed = ", ".join(sorted(registered)) or "(none installed)"
-        raise InputError(f"unknown {what} '{name}'; allowed: {allowed}")
+        hint = did_you_mean(name, registered)
+        raise InputError(f"unknown {what} '{name}'{hint}; allowed: {allowed}")
     return registered[name].load()
 
 

@@ -15,6 +15,7 @@ from attndyn.errors import InputError
 from attndyn.experiments import get_experiment
 from attndyn.experiments.base import Check, Claim, RunContext
 from attndyn.store import Store
+from attndyn.suggest import did_you_mean
 
 PRESETS = ("tiny", "small", "paper")
 
@@ -87,6 +88,7 @@ def experiment_config(
     if preset not in PRESETS:
         raise InputError(
             f"invalid value for 'preset': must be one of {', '.join(PRESETS)} (got {preset!r})"
+            + did_you_mean(preset, PRESETS)
         )
     values = {**exp.presets[preset], **overrides}
     if control is not None:
@@ -94,6 +96,7 @@ def experiment_config(
             allowed = ", ".join(sorted(exp.controls)) or "none"
             raise InputError(
                 f"invalid value for 'control': {name} has the controls {allowed} (got {control!r})"
+                + did_you_mean(control, exp.controls)
             )
         values |= exp.controls[control].overrides
     return exp, validate(exp.Config, values)

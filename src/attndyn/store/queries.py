@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from attndyn.core.config import flatten
 from attndyn.errors import AttndynError, InputError, StoreError
+from attndyn.suggest import did_you_mean
 
 FORMATS = ("csv", "parquet")
 OBSERVABLE_COLUMNS = ("seed", "time", "samples", "step", "name", "value")
@@ -38,7 +39,10 @@ def family_view(con: duckdb.DuckDBPyConnection, family: str) -> str:
     )
     if family not in views:
         allowed = ", ".join(views) or "(no runs stored)"
-        raise InputError(f"invalid value for 'family': must be one of {allowed} (got {family!r})")
+        hint = did_you_mean(family, views)
+        raise InputError(
+            f"invalid value for 'family': must be one of {allowed} (got {family!r}){hint}"
+        )
     return views[family]
 
 
@@ -49,8 +53,25 @@ def _selection(
     view = family_view(con, family) if family is not None else "runs"
     if not experiment:
         return view, "", []
+    known_experiment(con, experiment)
     cond = "run_id IN (SELECT run_id FROM experiment_runs WHERE experiment = ?)"
     return view, cond, [experiment]
+
+
+def known_experiment(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """InputError (with a "did you mean") unless ``name`` is a registered experiment or one
+    that stored runs in this folder: a typo must not read as "0 runs"."""
+    from attndyn.core import registry
+
+    stored = [
+        r[0] for r in con.execute("SELECT DISTINCT experiment FROM experiment_runs").fetchall()
+    ]
+    known = sorted({*registry.names(registry.EXPERIMENTS), *stored})
+    if name not in known:
+        raise InputError(
+            f"invalid value for 'experiment': unknown experiment {name!r}"
+            f"{did_you_mean(name, known)}; known: {', '.join(known) or '(none)'}"
+        )
 
 
 class DataReadError(StoreError):

@@ -43,6 +43,7 @@ from attndyn.errors import InputError
 from attndyn.store import catalog as catalog_mod
 from attndyn.store import check
 from attndyn.store.files import META_KEY, results_dir
+from attndyn.suggest import did_you_mean
 
 RUN_COLUMNS = {
     "run_id": "VARCHAR",
@@ -355,8 +356,10 @@ def connect(
     the run files named in ``exclude`` are left out."""
     root = results_dir(root)
     if not root.is_dir():
+        near = [p.name for p in root.parent.glob("*") if p.is_dir()] if root.parent.is_dir() else []
         raise InputError(
-            f"no results folder {root} (give --out, set ATTNDYN_RESULTS, or store runs first)"
+            f"no results folder {root}{did_you_mean(root.name, near)} (give --out, set "
+            "ATTNDYN_RESULTS, or store runs first)"
         )
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
