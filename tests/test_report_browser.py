@@ -18,6 +18,7 @@ from urllib.parse import unquote, urljoin, urlparse
 import numpy as np
 import pytest
 
+from attndyn.report.figures import plot_observable
 from attndyn.store import Store
 
 CHROMIUM = "/usr/bin/chromium"
@@ -54,7 +55,7 @@ def diverged_copy(store: Store, traj, run_id: str) -> None:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A results folder with a tiny aim simulation and its theory, the tiny circuits-ode
-    experiment (the fastest tiny preset, about 4 s), a run with a diverged seed, a failure and
+    experiment (the fastest tiny preset, about 4 s), a figure of no experiment (as the demo's), a run with a diverged seed, a failure and
     a damaged file; the report written by ``attndyn report``."""
     _need_browser()
     import attndyn
@@ -64,6 +65,7 @@ def site(tmp_path_factory):
     sim = attndyn.simulate("aim", out=root, **SIM)
     attndyn.predict("aim", out=root, **SIM)
     attndyn.run("circuits-ode", "tiny", out=root)
+    plot_observable({"simulation": sim}, "loss", root / "figures" / "sim loss.png")
     store = Store(root)
     diverged_copy(store, sim, "d1verged0000seed")
     store.write_failure(
@@ -223,6 +225,10 @@ def test_figures_and_plots_render(site, browser):
     experiment = next((index.parent / "experiments").glob("*.html"))
     _open(browser, experiment)
     img = browser.find_element("css selector", "img.figure")
+    assert _wait(lambda: browser.execute_script("return arguments[0].naturalWidth", img)) > 0
+    _open(browser, index)  # a figure of no experiment record (the demo's) shows on the index
+    img = browser.find_element("css selector", "#figures ~ figure img")
+    assert "sim%20loss.png" in img.get_attribute("src")
     assert _wait(lambda: browser.execute_script("return arguments[0].naturalWidth", img)) > 0
     # the simulation with its theory overlaid: a band, a mean and a dashed theory line per plot
     sim = next(

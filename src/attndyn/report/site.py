@@ -123,6 +123,8 @@ def build(data: SiteData, folder: Path) -> None:
         html = env.get_template(template).render(**common, up=up, **values)
         path.write_text(html, encoding="utf-8")
 
+    for figure in data.figures:
+        shutil.copyfile(figure, folder / "figures" / figure.name)
     kinds = [r["kind"] for r in data.runs]
     page(
         "index.html",
@@ -134,6 +136,7 @@ def build(data: SiteData, folder: Path) -> None:
         damaged=data.damaged,
         n_sim=kinds.count("simulation"),
         n_theory=kinds.count("theory"),
+        figures=[f.name for f in data.figures],
     )
     page("runs.html", folder / "runs.html", table_json=_script_json(_table(data)))
     page(
@@ -147,8 +150,8 @@ def build(data: SiteData, folder: Path) -> None:
     for exp in data.experiments:
         figure = None
         if exp["figure"] is not None:
-            figure = f"figures/{exp['key']}.png"
-            shutil.copyfile(exp["figure"], folder / figure)
+            figure = f"{exp['key']}.png"
+            shutil.copyfile(exp["figure"], folder / "figures" / figure)
         used = [by_id[r] for r in exp["run_ids"] if r in by_id]
         page(
             "experiment.html",

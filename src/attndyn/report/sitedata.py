@@ -42,6 +42,7 @@ class SiteData:
     simulations_of: dict[str, list[str]] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
     damaged: list[check.Problem] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)  # figures/*.png of no experiment record
 
     @property
     def diverged(self) -> list[dict[str, Any]]:
@@ -49,7 +50,7 @@ class SiteData:
 
     @property
     def empty(self) -> bool:
-        return not (self.runs or self.experiments or self.failures or self.damaged)
+        return not (self.runs or self.experiments or self.failures or self.damaged or self.figures)
 
 
 def _number(v: Any) -> float | None:
@@ -234,4 +235,8 @@ def collect(root: Path) -> SiteData:
         for th in ths:
             data.simulations_of.setdefault(th, []).append(sim)
     data.damaged = check.problems(root)
+    shown = {e["figure"] for e in data.experiments}
+    figures = root / "figures"
+    if figures.is_dir():  # e.g. the demo's figure
+        data.figures = sorted(p for p in figures.glob("*.png") if p not in shown)
     return data
