@@ -75,25 +75,33 @@ def main() -> None:
     print(f"runs on disk: {n_files}")
     for label in ("cold catalog", "warm catalog"):
         start = time.perf_counter()
-        subprocess.run(
+        proc = subprocess.run(
             [sys.executable, "-m", "attndyn", "report", "--out", str(root)],
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if proc.returncode:
+            sys.exit(f"attndyn report failed:\n{proc.stderr}")
         print(f"attndyn report ({label}): {time.perf_counter() - start:.1f} s")
 
     from attndyn.report import site, sitedata
+    from attndyn.store import check
 
     start = time.perf_counter()
     data = sitedata.collect(root)
     gathered = time.perf_counter()
+    check.problems(root)
+    checked = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         site.build(data, Path(tmp) / "site")
         rendered = time.perf_counter()
         size = sum(p.stat().st_size for p in (Path(tmp) / "site").rglob("*") if p.is_file())
     matched = len(data.theory_of)
     print(f"  gather (views, observables, check): {gathered - start:.1f} s")
-    print(f"  render {len(data.runs) + 3} pages: {rendered - gathered:.1f} s")
+    print(
+        f"  the damaged-file check alone (runs --check, part of gather): {checked - gathered:.1f} s"
+    )
+    print(f"  render {len(data.runs) + 3} pages: {rendered - checked:.1f} s")
     print(f"  site size: {size / 1e6:.0f} MB; simulations with a theory overlaid: {matched}")
 
 

@@ -32,6 +32,7 @@ MARKER = ".attndyn-report"  # in every site folder: only such a folder is ever r
 ASSETS = ("style.css", "table.js", "plots.js")
 GOOD = {"passed", "control-failed-as-expected"}
 WARN = {"invalid"}
+LATEST = 10  # runs listed on the index
 
 
 def verdict_class(verdict: str | None) -> str:
@@ -137,6 +138,8 @@ def build(data: SiteData, folder: Path) -> None:
         n_sim=kinds.count("simulation"),
         n_theory=kinds.count("theory"),
         figures=[f.name for f in data.figures],
+        latest=sorted(data.runs, key=lambda r: (r["created"], r["run_id"]), reverse=True)[:LATEST],
+        columns=data.config_columns[:12],
     )
     page("runs.html", folder / "runs.html", table_json=_script_json(_table(data)))
     page(

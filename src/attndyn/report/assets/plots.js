@@ -28,6 +28,6 @@
       xaxis: { title: { text: "t" }, type: data.log_time && positive ? "log" : "linear" },
       yaxis: { title: { text: name } },
       legend: { orientation: "h", y: -0.25, font: { size: 11 } },
-    }, { displaylogo: false, responsive: true });
+    }, { displayModeBar: false, responsive: true });
   });
 })();
