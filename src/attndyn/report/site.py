@@ -13,6 +13,7 @@ then put in its place.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -24,7 +25,7 @@ from typing import Any
 
 import jinja2
 
-from attndyn.errors import InputError
+from attndyn.errors import InputError, StoreError
 from attndyn.report.sitedata import SiteData, collect
 from attndyn.store.files import results_dir
 
@@ -206,14 +207,25 @@ def _run_page(template, common, data: SiteData, run: dict[str, Any], path: Path)
 
 def _replace(tmp: Path, dest: Path) -> None:
     """Put the finished site ``tmp`` at ``dest``: the old site is renamed aside, the new one
-    renamed in, the old one removed (two renames: a reader never sees a half-written site)."""
-    old = None
-    if dest.exists():
+    renamed in, the old one removed (two renames: a reader never sees a half-written site).
+    A report written at the same moment by another process may take the place in between:
+    then this one tries again, and the last one renamed in stays."""
+    for _ in range(10):
         old = dest.with_name(f".{dest.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.old")
-        os.replace(dest, old)
-    os.replace(tmp, dest)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        try:
+            os.replace(dest, old)
+        except FileNotFoundError:
+            old = None
+        try:
+            os.replace(tmp, dest)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+        finally:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+    raise StoreError(f"cannot put the report at {dest}: other processes keep replacing it")
 
 
 def _check_target(dest: Path) -> None:
