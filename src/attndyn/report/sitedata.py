@@ -24,6 +24,7 @@ from attndyn.store.files import META_KEY, Store
 
 # columns of the run table that are the run's own, not config fields
 HIDDEN_FIELDS = {"seed", "seeds"}
+MAX_POINTS = 2000  # record points per observable on a run page (evenly spaced in the record index)
 FAILURE_FIELDS = ("run_id", "kind", "name", "sweep", "error", "traceback", "created")
 
 
@@ -99,6 +100,8 @@ def _experiments(con) -> list[dict[str, Any]]:
             papers[exp["experiment"]] = _paper(exp["experiment"])
         exp["paper"] = papers[exp["experiment"]]
         figure = Path(exp["file"]).parents[1] / "figures" / f"{exp['key']}.png"
+        if not figure.is_file() and record.get("figure"):  # where the record says it wrote it
+            figure = Path(record["figure"])
         exp["figure"] = figure if figure.is_file() else None
         out.append(exp)
     return out
@@ -169,11 +172,14 @@ def _series(con) -> dict[str, dict[str, dict[str, list]]]:
     ends = np.concatenate([change, [len(rid)]])
     out: dict[str, dict[str, dict[str, list]]] = {}
     for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        pick = np.arange(a, b)
+        if b - a > MAX_POINTS:  # a page plots at most MAX_POINTS, the first and last kept
+            pick = a + np.unique(np.linspace(0, b - a - 1, MAX_POINTS).round().astype(int))
         out.setdefault(str(rid[a]), {})[str(name[a])] = {
-            "t": _finite_list(cols["time"][a:b]),
-            "mean": _finite_list(cols["mean"][a:b]),
-            "lo": _finite_list(cols["lo"][a:b]),
-            "hi": _finite_list(cols["hi"][a:b]),
+            "t": _finite_list(cols["time"][pick]),
+            "mean": _finite_list(cols["mean"][pick]),
+            "lo": _finite_list(cols["lo"][pick]),
+            "hi": _finite_list(cols["hi"][pick]),
             "n": int(n[a:b].max()),
         }
     return out
