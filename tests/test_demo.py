@@ -17,6 +17,11 @@ def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (out / "figures" / "demo-p12.png").stat().st_size > 10_000
     assert "demo-p12.png" in proc.stdout
+    # it ends with the report of its results folder, which shows the demo's figure
+    index = out / "report" / "index.html"
+    assert f"report:         {index}" in proc.stdout
+    assert (out / "report" / "figures" / "demo-p12.png").is_file()
+    assert 'src="figures/demo-p12.png"' in index.read_text()
     from attndyn import results
 
     res = results(out)

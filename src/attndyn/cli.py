@@ -520,6 +520,26 @@ def export(
 
 
 @app.command()
+def report(
+    out: OutOpt = None,
+    output: Annotated[
+        Path | None, typer.Option(help="folder of the site (default <results>/report)")
+    ] = None,
+    open_: Annotated[bool, typer.Option("--open", help="open the index in a web browser")] = False,
+) -> None:
+    """Write a static HTML report of the results folder (opens from disk, no server; see
+    docs/report.md), e.g. attndyn report --out res --open."""
+    from attndyn.report.site import write_report
+
+    index = write_report(out, output)
+    print(f"report: {index}")
+    if open_:
+        import webbrowser
+
+        webbrowser.open(index.resolve().as_uri())
+
+
+@app.command()
 def bench(
     as_json: Annotated[bool, typer.Option("--json", help="print rows as JSON")] = False,
     quick: Annotated[bool, typer.Option("--quick", help="fewer repetitions (smoke run)")] = False,

@@ -81,4 +81,7 @@ def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
     print(f"runs stored in: {result.root / 'runs'}")
     print(f"figure:         {result.figure}")
     print(f'query them:     attndyn query --out {result.root} "SELECT * FROM runs"')
+    from attndyn.report.site import write_report
+
+    print(f"report:         {write_report(result.root)}  (open it in a browser)")
     return result

@@ -5,8 +5,9 @@ The checks are those the readers apply (docs/store.md, "Damaged files"): a run f
 data matching the record's checksum); an experiment record must read, name its own key and match
 its checksum; a failure record must read and name its own run. Any other file in ``runs/``,
 ``experiments/`` or ``failures/`` is foreign. Hidden files (temporaries of writers) and the
-folders ``locks/``, ``quarantine/`` and ``figures/`` are not results and are not checked.
-Checking moves nothing: quarantine happens when ``simulate``, ``run`` or ``sweep`` need the run.
+folders ``locks/``, ``quarantine/``, ``figures/`` and ``report/`` (the HTML report) are not
+results and are not checked. Checking moves nothing: quarantine happens when ``simulate``,
+``run`` or ``sweep`` need the run.
 """
 
 from __future__ import annotations
