@@ -57,6 +57,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("attndyn export --format parquet --output runs.parquet", "runs × observables"),
         ("attndyn export --family aim --where \"name = 'loss'\"", "one family, one observable"),
     ],
+    "report": [
+        ("attndyn report", "write <results>/report/index.html (opens from disk)"),
+        ("attndyn report --output site", "into ./site (--open: then open it in a browser)"),
+    ],
     "show": [
         ("attndyn show RUN_ID", "config, seeds, diverged seeds, final observables"),
         ("attndyn show RUN_ID --json", ""),
