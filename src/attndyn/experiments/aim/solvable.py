@@ -49,7 +49,7 @@ from attndyn.experiments.base import (
     RunContext,
 )
 from attndyn.experiments.stats import bootstrap_ci, mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 ORDERS = (1, 2, 3)
 GAP_NAMES = ("t_1", "q_11")
@@ -263,14 +263,13 @@ class AIMSolvable(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         runs = results["runs"]
         d = config.d[-1]
         run = runs[d]
         sim = run["sim"]
         t = sim.time.values
-        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+        fig, axes = new_figure(1, 3, figsize=(13, 3.8))
         for ax, name in zip(axes[:2], ("t_1", "q_11"), strict=True):
             for s in range(sim.sizes["seed"]):
                 ax.plot(t[1:], sim[name].isel(seed=s)[1:], color="0.6", lw=0.6, alpha=0.6)

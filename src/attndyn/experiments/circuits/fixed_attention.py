@@ -66,7 +66,7 @@ from attndyn.experiments.base import (
     json_safe,
 )
 from attndyn.experiments.stats import Interval, mean_ci, worst
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 OVS = ("collapsed", "factorised")
 # the Fig. 3 notebooks' printed final losses (seed 1234, epoch 500; docs/circuits-theory.md §3)
@@ -347,9 +347,8 @@ class CircuitsFixedAttention(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True)
+        fig, axes = new_figure(2, 2, figsize=(11, 7.5), sharex=True)
         for col, ov in enumerate(OVS):
             steps = results["runs"][ov]["step"].values
             t = steps * config.lr / (0.01 * 250)  # notebook epochs of the same lr × steps

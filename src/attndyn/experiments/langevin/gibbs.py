@@ -63,7 +63,7 @@ from scipy import stats
 from attndyn.core.serial import json_safe
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig
 from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 BARRIER = 1.0  # ΔF of (x² − 1)² at λ = 0
 
@@ -516,11 +516,10 @@ class LangevinGibbs(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         from attndyn.models.langevin.theory import fokker_planck as fp
 
-        fig, axes = plt.subplots(1, 4, figsize=(18, 4.0))
+        fig, axes = new_figure(1, 4, figsize=(18, 4.0))
         runs, d = results["runs"], config.dim
         ax = axes[0]
         grid = np.linspace(0.0, 2.0, 401)

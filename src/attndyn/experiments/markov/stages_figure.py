@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from attndyn.report.figures import new_figure
+
 _COLOURS = {"condensation": "C0", "focus": "C2", "dilution": "C3", "restart": "C4"}
 
 
@@ -31,14 +33,13 @@ def _cos_matrix(traj, k: int, d: int) -> np.ndarray:
 
 def draw(config, traj, m: dict[str, Any]):
     """The figure (a matplotlib Figure)."""
-    import matplotlib.pyplot as plt
 
     t = traj["time"].values
     pos = t > 0
     d = len(m["pi"])
     top = int(np.argmax(m["pi"]))
     stages = m["stages"][0]
-    fig = plt.figure(figsize=(16, 10))
+    fig, _ = new_figure(0, figsize=(16, 10))
     grid = fig.add_gridspec(3, 4)
     one = lambda name: traj[name].values[0]  # noqa: E731
 

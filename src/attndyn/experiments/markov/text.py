@@ -59,7 +59,7 @@ from attndyn.experiments.base import (
     RunContext,
 )
 from attndyn.experiments.stats import mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 FOCUS_LEVEL = 0.5
 """The majority: the top token holds more of the query's attention than all other tracked tokens."""
@@ -400,10 +400,9 @@ class FocusText(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         keys = list(results["sims"])
-        fig, axes = plt.subplots(len(keys), 3, figsize=(15, 4 * len(keys)), squeeze=False)
+        fig, axes = new_figure(len(keys), 3, figsize=(15, 4 * len(keys)), squeeze=False)
         for row, key in enumerate(keys):
             tr, info = results["sims"][key], results["info"][key]
             t = tr["step"].values

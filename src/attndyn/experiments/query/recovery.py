@@ -83,7 +83,7 @@ from attndyn.experiments.base import (
     RunContext,
 )
 from attndyn.experiments.stats import bootstrap_ci, mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 # the exponent of the SGA–ODE gap ∝ η^p that ``ode-tracking`` requires: midway between 0 (a gap
 # that does not shrink: a wrong ODE) and 1/2 (the diffusion scale of SGA about its ODE limit)
@@ -531,10 +531,9 @@ class QueryRecovery(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         sims, theory = results["sims"], results["theory"]
-        fig, axes = plt.subplots(1, 3, figsize=(14, 4.0))
+        fig, axes = new_figure(1, 3, figsize=(14, 4.0))
         ax = axes[0]
         for i, case in enumerate(RECOVERY):
             if case not in sims:
