@@ -141,3 +141,52 @@ def test_accessor_summary_text_html_and_plot():
     theory = _theory()
     assert "none (theory)" in repr(theory.attndyn)
     assert len(sim.attndyn.plot(theory, ["loss"]).axes) == 1
+
+
+def test_the_figure_check_flags_an_unlabelled_axis():
+    from figure_checks import unlabelled_axes
+
+    from attndyn.report.figures import new_figure
+
+    fig, (a, b, empty) = new_figure(1, 3)
+    a.plot([0, 1], [0, 1])
+    a.set(xlabel="t", ylabel="p")
+    b.plot([0, 1], [1, 0])
+    b.set(xlabel="t", title="no y label")
+    assert unlabelled_axes(fig) == ["no y label: x='t', y=''"]  # the empty axes has no data
+
+
+NOTEBOOK = """
+import sys
+import matplotlib
+matplotlib.use("svg")
+import matplotlib.pyplot as plt
+import attndyn
+outcome = attndyn.run("circuits-ode", preset="tiny", out=sys.argv[1])
+print(matplotlib.get_backend(), plt.get_fignums(), outcome.figure.stat().st_size > 0)
+"""
+
+
+def test_run_leaves_a_notebooks_backend_and_pyplot_alone(tmp_path):
+    """A caller on the svg backend (as a notebook on its inline one) keeps it, and pyplot holds
+    no figure after an experiment drew its own (circuits-ode: the fastest tiny preset)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", NOTEBOOK, str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["svg", "[]", "True"]
+
+
+def test_simulate_and_predict_store_to_the_default_folder_and_reuse(results_folder, tiny):
+    """Without ``out`` both store to ``$ATTNDYN_RESULTS`` (here the test's own folder, set by
+    conftest), as ``run`` and the CLI do, and a second call reads the stored run back."""
+    sim = attndyn.simulate("aim", **tiny)
+    theory = attndyn.predict("aim", **tiny)
+    stored = {p.stem for p in (results_folder / "runs").glob("*.parquet")}
+    assert stored == {sim.attrs["run_id"], theory.attrs["run_id"]}
+    mtimes = {p: p.stat().st_mtime_ns for p in (results_folder / "runs").glob("*.parquet")}
+    again = attndyn.simulate("aim", **tiny)
+    np.testing.assert_array_equal(again["p_12"].values, sim["p_12"].values)
+    assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # read back, not rewritten

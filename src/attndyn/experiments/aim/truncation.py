@@ -426,6 +426,7 @@ class AIMTruncation(Experiment):
         ax.set_xscale("log")
         ax.set_xlabel("t = 4nα_d/d")
         ax.set_title(f"q_12, γ = 0, d = {config.d}")
+        ax.set_ylabel("q_12")
         ax.legend(frameon=False, fontsize=7)
         for ax, key, title in (
             (axes[1], "gamma0", "γ = 0"),
@@ -443,5 +444,6 @@ class AIMTruncation(Experiment):
             ax.set_yscale("log")
             ax.set_xlabel("t")
             ax.set_title(f"max error over t_1, q_11, q_12; {title}")
+            ax.set_ylabel("max |truncation − flow|")
         axes[1].legend(frameon=False, fontsize=7)
         return save_figure(fig, path)

@@ -360,7 +360,10 @@ class CircuitsFixedAttention(Experiment):
             axes[0, col].set_yscale("log")
             axes[0, col].set_title(f"{ov} OV: loss L^t(α), mean of {config.seeds} seeds")
             axes[1, col].set_title(f"{ov} OV: (L^t(α) − L^t(α+δ))/δ, δ = {config.delta:g}")
-            axes[1, col].set_xlabel("epochs at lr 1e-2 (250 steps each) of the same lr × steps")
+            for ax in axes[:, col]:
+                ax.set_xlabel("epochs at lr 1e-2 (250 steps each) of the same lr × steps")
+            axes[0, col].set_ylabel("test loss L^t(α)")
+            axes[1, col].set_ylabel("sensitivity (L^t(α) − L^t(α+δ))/δ")
         axes[0, 0].legend(frameon=False, fontsize=8)
         fig.suptitle(
             f"Fixed attention (arXiv 2608.06776 Fig. 3): lr {config.lr:g}, {config.steps} steps"

@@ -279,12 +279,14 @@ class CircuitsODE(Experiment):
         for ax, name in zip(axes[0], ("μ_OV", "μ_QK", "loss", "α"), strict=True):
             ax.set_xlabel("log10(1 + t)")
             ax.set_title(f"{name}(t)")
+            ax.set_ylabel(name)
         axes[0, 2].set_yscale("log")
         for ax, name in zip(axes[1], ("μ_OV", "μ_QK", "α"), strict=False):
             ax.set_xscale("log")
             ax.invert_xaxis()
             ax.set_xlabel("loss threshold")
             ax.set_title(f"{name} at the first crossing")
+            ax.set_ylabel(f"{name} when the loss first crosses")
         axes[0, 0].legend(frameon=False, fontsize=8)
         ax = axes[1, 3]
         for i, r in enumerate(config.ratios):

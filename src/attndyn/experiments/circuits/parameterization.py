@@ -240,7 +240,7 @@ class CircuitsParameterization(Experiment):
             ax.set_yticks(EDGES)
             ax.set_title(f"{param}: loss {np.mean(row['loss']):.1e}")
             ax.set_xlabel("P(correct token)")
-        axes[0][0].set_ylabel("attention mass on distinct tokens")
+            ax.set_ylabel("attention mass on distinct tokens")
         fig.suptitle(
             f"% of test sequences (seed mean) at loss ≤ {config.stop_loss:g} or the end, "
             "equal learning rates",

@@ -328,6 +328,7 @@ class LangevinSize(Experiment):
             ax.loglog(p, s * p / 4, "k--" if which == "s" else "k:", lw=0.8)
         x = m["slope"]
         ax.set_xlabel("p_eff")
+        ax.set_ylabel("plateau − min F (dashed: s·p_eff/4)")
         ax.set_title(f"gap vs p_eff: slope {x.value:.3f} [{x.low:.3f}, {x.high:.3f}]")
         ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

@@ -400,6 +400,7 @@ class LangevinVsSGD(Experiment):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("s (temperature / learning rate)")
+        ax.set_ylabel("plateau − min F (95% CI)")
         ax.set_title("(b) both gaps ∝ s, different coefficients")
         ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

@@ -508,6 +508,7 @@ class FocusSymmetry(Experiment):
                               label="σ₁(∂L/∂M) on the plateau (u̇ = −Gw, ẇ = −Gᵀu)")  # fmt: skip
                 ax.xaxis.set_minor_formatter(NullFormatter())
                 ax.set_xlabel("asymmetry δ")
+                ax.set_ylabel(label + " (dots: single seeds)")
                 ax.set_title(f"({'bc'[col - 1]}) d = {d}: {label}")
                 ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

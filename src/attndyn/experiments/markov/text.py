@@ -415,6 +415,7 @@ class FocusText(Experiment):
             ax.set_xscale("log")
             ax.set_ylim(0, 1)
             ax.set_title(f"({key}) attention of query {labels[T.index(q)]!r} over T")
+            ax.set_ylabel("attention weight 𝔸")
             ax.set_xlabel("Adam step")
             ax.legend(frameon=False, fontsize=7)
             ax = axes[row, 1]
@@ -422,6 +423,7 @@ class FocusText(Experiment):
                 ax.plot(t[1:], tr[f"norm_{i}"].values.mean(axis=0)[1:], label=lab)
             ax.set_xscale("log")
             ax.set_title("embedding norms ‖W₀[i]‖")
+            ax.set_ylabel("‖W₀[i]‖")
             ax.set_xlabel("Adam step")
             ax.legend(frameon=False, fontsize=7)
             ax = axes[row, 2]
@@ -431,6 +433,9 @@ class FocusText(Experiment):
             ax2.axhline(info["L_uni"], color="C3", ls=":", lw=1, label="unigram")
             ax2.axhline(info["L_star"], color="C3", ls="--", lw=1, label="L* (bigram)")
             ax2.legend(frameon=False, fontsize=7, loc="upper right")
+            ax2.set_ylabel("loss (nats)")
+            ax2.set_xlabel("Adam step")
+            ax.set_ylabel("mean attention entropy (nats)")
             ax.set_xscale("log")
             ax.set_title("attention entropy (black), loss (red)")
             ax.set_xlabel("Adam step")

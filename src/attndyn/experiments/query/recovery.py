@@ -576,6 +576,7 @@ class QueryRecovery(Experiment):
             ax.loglog(pe, [m["plateau"][e] for e in pe], "s-", label="plateau 1 − |m| (constant η)")
             ax.loglog(pe, [m["plateau_predicted"][e] for e in pe], "k:", label="η E‖P⊥ĝ‖²/(4Φ'(1))")
         ax.set_xlabel("step η")
+        ax.set_ylabel("gap")
         ax.set_title("(c) gaps shrink with the step")
         ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

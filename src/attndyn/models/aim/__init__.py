@@ -53,7 +53,7 @@ def _labels() -> dict[str, str]:
 
 LABELS = _labels()
 """Axis labels of the observables (:func:`attndyn.plot`)."""
-TIME_LABEL = "time: t = 4nα_d/d (tied), τ = nα_d/d (direct S, untied)"
+TIME_LABEL = "time t (tied: 4nα_d/d; direct S, untied: nα_d/d)"
 """Axis label of ``time`` (P1 §3.2, App. E; :func:`time_axes`)."""
 THEORY = "attndyn.models.aim.theory"
 BENCHMARKS = (
