@@ -2,7 +2,7 @@
 
 Every figure is a :class:`matplotlib.figure.Figure` with its own Agg canvas (:func:`new_figure`):
 nothing here touches pyplot's figure list or the caller's backend, so the library is safe inside
-a notebook (docs/plugins.md, "Figures").
+a notebook.
 """
 
 from __future__ import annotations

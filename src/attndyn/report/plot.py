@@ -51,16 +51,17 @@ def axis_label(name: str, labels: dict[str, str], time_label: str | None) -> str
 
 def chosen_names(traj: xr.Dataset, names, summary: Sequence[str]) -> list[str]:
     """``names`` checked against ``traj`` (one InputError naming the first missing one), or the
-    family's SUMMARY observables present in ``traj``, else its first few observables."""
-    present = list(traj.data_vars)
+    family's SUMMARY observables present in ``traj``, else its first few observables; only
+    observables along ``(seed, time)`` or ``time`` can be drawn."""
+    present = [n for n in traj.data_vars if set(traj[n].dims) <= {"seed", "time"}]
     if names is None:
-        picked = [n for n in summary if n in traj.data_vars]
+        picked = [n for n in summary if n in present]
         return picked or present[:DEFAULT_PANELS]
     names = [names] if isinstance(names, str) else list(names)
     if not names:
         raise InputError("invalid value for 'names': give at least one observable")
     for name in names:
-        if name not in traj.data_vars:
+        if name not in present:
             raise InputError(
                 f"unknown observable '{name}' for 'names': the trajectory has {_listing(present)}"
             )
