@@ -47,7 +47,10 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
     tied, reused_t = runs.simulation("aim", tied_cfg, store, force)
     direct, reused_d = runs.simulation("aim", direct_cfg, store, force)
     direct_th, _ = runs.theory(
-        "aim", runs.theory_config("aim", dict(base, param="direct", t_max=TIED_T_MAX / 4)), store
+        "aim",
+        runs.theory_config("aim", dict(base, param="direct", t_max=TIED_T_MAX / 4)),
+        store,
+        force,
     )
     tied_th_cfg = runs.theory_config("aim", dict(base, param="tied", t_max=TIED_T_MAX))
     tied_th = store.load(run_id(runs.theory_kind("aim"), tied_th_cfg))
