@@ -305,8 +305,8 @@ class AIMParameterization(Experiment):
             ax.axvline(n[-1] / config.late_factor, color="0.6", lw=0.6)
             ax.set_title(act)
             ax.set_xlabel("samples n / (d² log d)")
-        axes[0][0].set_ylabel("overlap / p₂₂")
-        axes[0][0].legend(frameon=False)
+            ax.set_ylabel("overlap / p₂₂")
+        axes[0][0].legend(frameon=False, title="thin: single seeds; thick: mean", title_fontsize=8)
         return save_figure(fig, path)
 
 

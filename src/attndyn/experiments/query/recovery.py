@@ -543,11 +543,12 @@ class QueryRecovery(Experiment):
             for s in range(tr.sizes["seed"]):
                 ax.plot(t[1:], tr["overlap"].values[s, 1:], color=f"C{i}", lw=0.5, alpha=0.5)
             if case in theory:
-                ax.plot(t[1:], theory[case]["alignment"].values[1:], "k--", lw=1)
+                ax.plot(t[1:], theory[case]["alignment"].values[1:], "k--", lw=1,
+                        label=f"{case}: theory |m|")  # fmt: skip
             ax.plot([], [], color=f"C{i}", label=f"{case} (mean |m| = {m[f'{case}_mean']:.4f})")
         ax.set_xscale("log")
         ax.set_xlabel("ODE time t = Σ η_k")
-        ax.set_ylabel("overlap m = ⟨q, u⟩")
+        ax.set_ylabel("overlap m = ⟨q, u⟩ (one line per seed)")
         if "n_plus" in m:
             ax.set_title(f"(a) recovery up to sign: {m['n_plus']} → +u, {m['n_minus']} → −u")
             ax.legend(frameon=False, fontsize=8)
