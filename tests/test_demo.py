@@ -25,8 +25,13 @@ def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
     from attndyn import results
 
     res = results(out)
-    runs = res.runs("aim").set_index("param")
+    everything = res.runs("aim")
+    runs = everything[everything["kind"] == "simulation"].set_index("param")
     assert set(runs.index) == {"tied", "direct"}
+    # the figure's theory overlay: direct S's Theorem-4 ODE, stored beside the simulations
+    theory = everything[everything["kind"] == "theory"]
+    assert list(theory["param"]) == ["direct"]
+    p_theory = res.trajectory(theory["run_id"].iloc[0])["p_12"].values
     tied = res.trajectory(runs.loc["tied", "run_id"])
     direct = res.trajectory(runs.loc["direct", "run_id"])
     assert int(tied["samples"][-1]) == int(direct["samples"][-1])  # the same sample budget
@@ -35,6 +40,7 @@ def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
     # measured at d = 128, 4 seeds: tied mean 0.49 (min 0.46); direct mean −0.004, max |p| 0.067
     assert p_tied.min() > 0.3
     assert abs(p_direct.mean()) < 0.03 and np.abs(p_direct).max() < 0.15
+    assert np.abs(p_theory).max() < 0.03  # the theory is trapped at p = 0 too
     # a second run reuses the stored runs
     again = subprocess.run(
         [sys.executable, "-m", "attndyn", "demo", "--out", str(out)],
@@ -42,4 +48,4 @@ def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
         text=True,
         timeout=600,
     )
-    assert again.returncode == 0 and len(res.runs()) == 2
+    assert again.returncode == 0 and len(res.runs()) == 3

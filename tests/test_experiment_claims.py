@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from figure_checks import capture_figures, unlabelled_axes
 
 from attndyn.experiments import experiment_names, get_experiment
 from attndyn.experiments.base import RunContext
@@ -202,12 +203,17 @@ def test_seed_offset_reaches_the_runs(name):
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_tiny_preset_passes_strict(name, store):
+def test_tiny_preset_passes_strict(name, store, monkeypatch):
+    """Strict at tiny, the pinned claims, and a figure that labels every axis showing data
+    (captured as it is saved, so no experiment is run twice)."""
+    figures = capture_figures(get_experiment(name), monkeypatch)
     outcome = run_experiment(name, "tiny", out=store)
     failed = [(c.name, c.value, c.target) for c in outcome.claims if not c.passed]
     unmet = [c.text for c in outcome.preconditions if not c.passed]
     assert outcome.strict_ok, f"{name}: failed {failed}, preconditions unmet {unmet}"
     assert [c.name for c in outcome.claims] == PINNED[name]
+    assert len(figures) == 1 and outcome.figure.stat().st_size > 0
+    assert unlabelled_axes(figures[0]) == [], f"{name}: axes without an x or y label"
 
 
 CONTROLS = [(n, c) for n in EXPERIMENTS for c in sorted(get_experiment(n).controls)]

@@ -129,3 +129,41 @@ def test_theory_names_and_grid(family, runs):
         set(prediction.data_vars) - set(traj.data_vars)
     )
     np.testing.assert_allclose(prediction["time"].values, traj["time"].values, rtol=1e-12)
+
+
+def test_plot_labels_come_from_labels_and_time_label(family, runs):
+    """``LABELS`` and ``TIME_LABEL`` (optional) label :func:`attndyn.plot`'s axes, the raw name
+    where a name has none; by default it draws the SUMMARY observables the run has."""
+    import attndyn
+
+    module = get_family(family)
+    labels = getattr(module, "LABELS", {})
+    _, traj, _ = runs
+    names = [n for n in module.SUMMARY if n in traj.data_vars] or list(traj.data_vars)[:4]
+    fig = attndyn.plot(traj)
+    assert [ax.get_ylabel() for ax in fig.axes] == [labels.get(n, n) for n in names]
+    assert {ax.get_xlabel() for ax in fig.axes} == {getattr(module, "TIME_LABEL", "time")}
+
+
+@pytest.mark.parametrize("name", ["aim", "circuits", "markov", "query", "langevin"])
+def test_own_families_label_their_summary_and_time(name):
+    module = get_family(name)
+    assert set(module.SUMMARY) <= set(module.LABELS), name
+    assert module.TIME_LABEL
+
+
+@pytest.mark.parametrize(
+    "attr, value", [("LABELS", {"t_1": ""}), ("LABELS", ["t_1"]), ("TIME_LABEL", 4.0)]
+)
+def test_bad_labels_break_the_contract(attr, value):
+    import types
+
+    from attndyn.models.base import check_family
+
+    aim = get_family("aim")
+    fake = types.SimpleNamespace(**{k: getattr(aim, k) for k in ("NAME", "Config", "SUMMARY")})
+    fake.simulate = aim.simulate
+    check_family(fake, "aim")  # the contract's minimum passes
+    setattr(fake, attr, value)
+    with pytest.raises(TypeError, match=attr):
+        check_family(fake, "aim")

@@ -5,9 +5,12 @@ Python API (the CLI is a thin layer over it)::
     import attndyn
     traj = attndyn.simulate("aim", param="tied", d=128, activation="h2")   # xarray Dataset
     res = attndyn.results("attndyn-results")                                # stored runs
+    fig = attndyn.plot(traj, attndyn.predict("aim", param="tied", d=128, activation="h2"))
 """
 
 from attndyn.api import Results, predict, results, run, simulate
+from attndyn.report import accessor as _accessor  # noqa: F401  (registers traj.attndyn)
+from attndyn.report.plot import plot
 from attndyn.version import __version__
 
-__all__ = ["Results", "__version__", "predict", "results", "run", "simulate"]
+__all__ = ["Results", "__version__", "plot", "predict", "results", "run", "simulate"]

@@ -34,9 +34,9 @@ def simulate(
     Args:
         family: a registered family name (``attndyn list``), e.g. ``"aim"``, ``"circuits"``,
             ``"query"``.
-        out: results folder. With it the run is stored there, and a stored run with the same
-            config (the same run id) is read back instead of recomputed. Without it nothing is
-            stored.
+        out: results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``, as for
+            the CLI and :func:`run`). The run is stored there, and a stored run with the same
+            config (the same run id) is read back instead of recomputed.
         force: recompute and overwrite even when the run is stored.
         **config: fields of the family's ``Config`` (``attndyn.models.<family>.Config``); fields
             not given take their defaults. ``seeds`` (S) and ``seed`` (s0) select the seeds
@@ -59,7 +59,7 @@ def simulate(
             field and what is allowed).
     """
     cfg = runs.family_config(family, config)
-    traj, _ = runs.simulation(family, cfg, Store(out) if out is not None else None, force)
+    traj, _ = runs.simulation(family, cfg, Store(out), force)
     return traj
 
 
@@ -74,7 +74,8 @@ def predict(
 
     Args:
         family: a registered family that has a theory (``attndyn list``).
-        out: results folder; with it the prediction is stored there as a run of kind
+        out: results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``, as for
+            :func:`simulate` and :func:`run`); the prediction is stored there as a run of kind
             ``<family>:theory`` and read back when already stored.
         force: recompute and overwrite even when stored.
         **config: fields of the theory's ``Config`` (``attndyn.models.<family>.theory.Config``):
@@ -95,7 +96,7 @@ def predict(
         InputError: unknown family, a family without theory, or a bad config.
     """
     cfg = runs.theory_config(family, config)
-    traj, _ = runs.theory(family, cfg, Store(out) if out is not None else None, force)
+    traj, _ = runs.theory(family, cfg, Store(out), force)
     return traj
 
 

@@ -20,6 +20,10 @@ A family is a module (or any object) registered in the ``attndyn.families`` entr
   (:func:`attndyn.core.trajectory.mark_divergence`); default
   :data:`~attndyn.core.trajectory.DEFAULT_OVERFLOW` (1e10). Declare it above every legitimate
   value of the family's observables.
+- ``LABELS`` (optional): observable (or extra time coordinate) name → axis label with the
+  paper's symbols, e.g. ``"p_12": "structural overlap p₁₂ = q₁₂ − t₁t₂"``; ``TIME_LABEL``
+  (optional): the label of ``time``, e.g. ``"t = 4nα_d/d"``. :func:`attndyn.plot` uses them and
+  the raw name where a label is absent.
 
 A Theory module has ``Config`` (a :class:`~attndyn.core.config.GridConfig`), ``SUMMARY`` and
 ``predict(config) -> Trajectory`` with the simulator's observable names on the simulator's time
@@ -31,7 +35,7 @@ observables and time axis, e.g. the circuits family's reduced flow) says so with
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -89,6 +93,13 @@ def check_family(obj: Any, name: str) -> None:
     bound = getattr(obj, "OVERFLOW", 1.0)
     if isinstance(bound, bool) or not isinstance(bound, int | float) or not bound > 0:
         raise TypeError(f"family '{name}': OVERFLOW must be a positive number, got {bound!r}")
+    labels = getattr(obj, "LABELS", {})
+    if not isinstance(labels, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in labels.items()
+    ):
+        raise TypeError(f"family '{name}': LABELS must map names to non-empty strings")
+    if not isinstance(getattr(obj, "TIME_LABEL", "time"), str):
+        raise TypeError(f"family '{name}': TIME_LABEL must be a string")
     for bench in getattr(obj, "BENCHMARKS", ()):
         if not isinstance(bench, Benchmark):
             raise TypeError(f"family '{name}': BENCHMARKS must hold Benchmark entries")

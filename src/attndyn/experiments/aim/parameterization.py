@@ -48,7 +48,7 @@ from pydantic import Field
 
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
-from attndyn.report.figures import dropped_note, save_figure
+from attndyn.report.figures import dropped_note, new_figure, save_figure
 
 ACTIVATIONS = ("h1", "h2", "h3")
 TEACHER_SCALE = (2 / 3) ** 0.5  # q22 = scale² ρ*(1 + ρ*) = 1/2 at ρ* = 1/2
@@ -282,13 +282,12 @@ class AIMParameterization(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         from attndyn.models.aim.theory.recovery import recovery_signal
 
         sims = results["sims"]
         acts = [a for a in ACTIVATIONS if a in config.activations]
-        fig, axes = plt.subplots(1, len(acts), figsize=(4 * len(acts), 3.6), squeeze=False)
+        fig, axes = new_figure(1, len(acts), figsize=(4 * len(acts), 3.6), squeeze=False)
         for ax, act in zip(axes[0], acts, strict=True):
             for arm, colour in (("tied", "C0"), ("direct", "C1")):
                 d = dims(config, act)[-1]
@@ -306,8 +305,8 @@ class AIMParameterization(Experiment):
             ax.axvline(n[-1] / config.late_factor, color="0.6", lw=0.6)
             ax.set_title(act)
             ax.set_xlabel("samples n / (d² log d)")
-        axes[0][0].set_ylabel("overlap / p₂₂")
-        axes[0][0].legend(frameon=False)
+            ax.set_ylabel("overlap / p₂₂")
+        axes[0][0].legend(frameon=False, title="thin: single seeds; thick: mean", title_fontsize=8)
         return save_figure(fig, path)
 
 

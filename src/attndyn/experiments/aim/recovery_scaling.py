@@ -53,7 +53,7 @@ from pydantic import Field
 
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.stats import Interval, bootstrap_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import colour_cycle, new_figure, save_figure
 
 INITIAL_NAMES = ("t_1", "t_2", "q_11", "q_12", "q_22")
 EXPONENT_BAND = (1.5, 2.5)  # Eq. 21: 2; half-way to the exponents 1 (α fixed) and 3 (α ∝ 1/d²)
@@ -301,11 +301,10 @@ class AIMRecoveryScaling(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         sims = results["sims"]
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
-        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        fig, (ax, bx) = new_figure(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
+        colours = colour_cycle()
         for i, d in enumerate(config.d):
             traj, colour = sims[d], colours[i % len(colours)]
             x = traj["time"].values

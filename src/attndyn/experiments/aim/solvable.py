@@ -49,7 +49,7 @@ from attndyn.experiments.base import (
     RunContext,
 )
 from attndyn.experiments.stats import bootstrap_ci, mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 ORDERS = (1, 2, 3)
 GAP_NAMES = ("t_1", "q_11")
@@ -263,14 +263,13 @@ class AIMSolvable(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         runs = results["runs"]
         d = config.d[-1]
         run = runs[d]
         sim = run["sim"]
         t = sim.time.values
-        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+        fig, axes = new_figure(1, 3, figsize=(13, 3.8))
         for ax, name in zip(axes[:2], ("t_1", "q_11"), strict=True):
             for s in range(sim.sizes["seed"]):
                 ax.plot(t[1:], sim[name].isel(seed=s)[1:], color="0.6", lw=0.6, alpha=0.6)
@@ -284,6 +283,7 @@ class AIMSolvable(Experiment):
             ax.set_xscale("log")
             ax.set_xlabel("t = 4nα_d/d")
             ax.set_title(f"{name}, d = {d}")
+            ax.set_ylabel(f"{name} (grey: single seeds)")
             lo, hi = float(np.min(sim[name].values)), float(np.max(sim[name].values))
             ax.set_ylim(lo - 0.3 * (hi - lo), hi + 0.3 * (hi - lo))
         axes[0].legend(frameon=False, fontsize=8)
@@ -296,5 +296,6 @@ class AIMSolvable(Experiment):
         ax.set_yscale("log")
         ax.set_xlabel("t")
         ax.set_title("|SGD − exact| for q_11 (seed means)")
+        ax.set_ylabel("|q_11 SGD − q_11 exact|")
         ax.legend(frameon=False)
         return save_figure(fig, path)

@@ -60,7 +60,7 @@ from attndyn.experiments.base import (
     RunContext,
 )
 from attndyn.experiments.stats import mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import get_cmap, new_figure, save_figure
 
 NAMES = ("t_1", "q_11", "q_12")
 
@@ -393,12 +393,11 @@ class AIMTruncation(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], meas: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         ms = config.truncations
-        cmap = plt.get_cmap("viridis")
+        cmap = get_cmap("viridis")
         colours = {m: cmap(i / max(1, len(ms) - 1)) for i, m in enumerate(ms)}
-        fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+        fig, axes = new_figure(1, 3, figsize=(14, 4))
         r = results["gamma0"]
         ax = axes[0]
         sim = r["sim"]
@@ -427,6 +426,7 @@ class AIMTruncation(Experiment):
         ax.set_xscale("log")
         ax.set_xlabel("t = 4nα_d/d")
         ax.set_title(f"q_12, γ = 0, d = {config.d}")
+        ax.set_ylabel("q_12")
         ax.legend(frameon=False, fontsize=7)
         for ax, key, title in (
             (axes[1], "gamma0", "γ = 0"),
@@ -444,5 +444,6 @@ class AIMTruncation(Experiment):
             ax.set_yscale("log")
             ax.set_xlabel("t")
             ax.set_title(f"max error over t_1, q_11, q_12; {title}")
+            ax.set_ylabel("max |truncation − flow|")
         axes[1].legend(frameon=False, fontsize=7)
         return save_figure(fig, path)

@@ -81,7 +81,7 @@ from attndyn.experiments.base import (
     RunContext,
 )
 from attndyn.experiments.stats import bootstrap_ci, mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 
 class Config(ExperimentConfig):
@@ -441,11 +441,10 @@ class AIMUntied(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         sims, theory, fast = results["sims"], results["theory"], results["fast"]
         d_max = config.d[-1]
-        fig, axes = plt.subplots(1, 3, figsize=(14, 4.0))
+        fig, axes = new_figure(1, 3, figsize=(14, 4.0))
         ax = axes[0]
         for i, d in enumerate(config.d):
             traj = sims[("h1", d)]

@@ -66,7 +66,7 @@ from attndyn.experiments.base import (
     json_safe,
 )
 from attndyn.experiments.stats import Interval, mean_ci, worst
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 OVS = ("collapsed", "factorised")
 # the Fig. 3 notebooks' printed final losses (seed 1234, epoch 500; docs/circuits-theory.md §3)
@@ -347,9 +347,8 @@ class CircuitsFixedAttention(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True)
+        fig, axes = new_figure(2, 2, figsize=(11, 7.5), sharex=True)
         for col, ov in enumerate(OVS):
             steps = results["runs"][ov]["step"].values
             t = steps * config.lr / (0.01 * 250)  # notebook epochs of the same lr × steps
@@ -361,7 +360,10 @@ class CircuitsFixedAttention(Experiment):
             axes[0, col].set_yscale("log")
             axes[0, col].set_title(f"{ov} OV: loss L^t(α), mean of {config.seeds} seeds")
             axes[1, col].set_title(f"{ov} OV: (L^t(α) − L^t(α+δ))/δ, δ = {config.delta:g}")
-            axes[1, col].set_xlabel("epochs at lr 1e-2 (250 steps each) of the same lr × steps")
+            for ax in axes[:, col]:
+                ax.set_xlabel("epochs at lr 1e-2 (250 steps each) of the same lr × steps")
+            axes[0, col].set_ylabel("test loss L^t(α)")
+            axes[1, col].set_ylabel("sensitivity (L^t(α) − L^t(α+δ))/δ")
         axes[0, 0].legend(frameon=False, fontsize=8)
         fig.suptitle(
             f"Fixed attention (arXiv 2608.06776 Fig. 3): lr {config.lr:g}, {config.steps} steps"

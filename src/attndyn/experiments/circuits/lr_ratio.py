@@ -46,7 +46,7 @@ from pydantic import Field, field_validator
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.circuits.readings import at_loss
 from attndyn.experiments.stats import mean_ci, worst
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import get_cmap, new_figure, save_figure
 
 MODELS = ("CACO", "FAFO")
 CLAIMS = ("ratio-monotone", "ratio-effect", "schedule-sharpens")
@@ -300,14 +300,13 @@ class CircuitsLRRatio(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         sims = results["sims"]
         models = config.models
-        fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 3.8), squeeze=False)
+        fig, axes = new_figure(1, len(models), figsize=(5 * len(models), 3.8), squeeze=False)
         for ax, model in zip(axes[0], models, strict=True):
             runs = [f"r={r:g}" for r in _ratios(config, model)] + ["ramp"]
-            cmap = plt.get_cmap("viridis")
+            cmap = get_cmap("viridis")
             for i, run in enumerate(runs):
                 traj = sims[(model, run)]
                 loss = traj["loss"].mean("seed").values

@@ -46,7 +46,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 # output of the authors' notebook Fig-4 Code/Simulated_Differential_equations.ipynb (arXiv
 # 2608.06776, three decimals; docs/circuits-theory.md §1): α at L = 1, 1e-1, 1e-2, 1e-3, 1e-4,
@@ -264,9 +264,8 @@ class CircuitsODE(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(2, 4, figsize=(16, 7))
+        fig, axes = new_figure(2, 4, figsize=(16, 7))
         for i, r in enumerate(config.ratios):
             traj = results["trajectories"][r]
             x = np.log10(1.0 + traj.time.values)
@@ -280,12 +279,14 @@ class CircuitsODE(Experiment):
         for ax, name in zip(axes[0], ("μ_OV", "μ_QK", "loss", "α"), strict=True):
             ax.set_xlabel("log10(1 + t)")
             ax.set_title(f"{name}(t)")
+            ax.set_ylabel(name)
         axes[0, 2].set_yscale("log")
         for ax, name in zip(axes[1], ("μ_OV", "μ_QK", "α"), strict=False):
             ax.set_xscale("log")
             ax.invert_xaxis()
             ax.set_xlabel("loss threshold")
             ax.set_title(f"{name} at the first crossing")
+            ax.set_ylabel(f"{name} when the loss first crosses")
         axes[0, 0].legend(frameon=False, fontsize=8)
         ax = axes[1, 3]
         for i, r in enumerate(config.ratios):

@@ -35,7 +35,7 @@ from pydantic import Field, field_validator
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.circuits.readings import at_index, stop_index
 from attndyn.experiments.stats import mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 REQUIRED = ("FAFO", "FACO")
@@ -224,10 +224,9 @@ class CircuitsParameterization(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         runs = m["runs"]
-        fig, axes = plt.subplots(1, len(runs), figsize=(3.3 * len(runs), 3.8), squeeze=False)
+        fig, axes = new_figure(1, len(runs), figsize=(3.3 * len(runs), 3.8), squeeze=False)
         for ax, (param, row) in zip(axes[0], runs.items(), strict=True):
             h = np.asarray(row["histogram_percent"])  # rows: mass bins, columns: probability
             ax.imshow(h, origin="lower", cmap="viridis", vmin=0, vmax=100, extent=(0, 1, 0, 1))
@@ -241,7 +240,7 @@ class CircuitsParameterization(Experiment):
             ax.set_yticks(EDGES)
             ax.set_title(f"{param}: loss {np.mean(row['loss']):.1e}")
             ax.set_xlabel("P(correct token)")
-        axes[0][0].set_ylabel("attention mass on distinct tokens")
+            ax.set_ylabel("attention mass on distinct tokens")
         fig.suptitle(
             f"% of test sequences (seed mean) at loss ≤ {config.stop_loss:g} or the end, "
             "equal learning rates",

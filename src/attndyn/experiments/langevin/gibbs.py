@@ -63,7 +63,7 @@ from scipy import stats
 from attndyn.core.serial import json_safe
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig
 from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 BARRIER = 1.0  # ΔF of (x² − 1)² at λ = 0
 
@@ -516,11 +516,10 @@ class LangevinGibbs(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         from attndyn.models.langevin.theory import fokker_planck as fp
 
-        fig, axes = plt.subplots(1, 4, figsize=(18, 4.0))
+        fig, axes = new_figure(1, 4, figsize=(18, 4.0))
         runs, d = results["runs"], config.dim
         ax = axes[0]
         grid = np.linspace(0.0, 2.0, 401)
@@ -533,6 +532,7 @@ class LangevinGibbs(Experiment):
             ax.plot(grid, w / (w.sum() * (grid[1] - grid[0])), "k--", lw=0.8)
         ax.set_xlabel("|θ₁|")
         ax.set_title("(a) stationary |θ| and 2·exp(−2F/s)/Z")
+        ax.set_ylabel("density of |θ₁| (dashed: Gibbs)")
         ax.legend(frameon=False, fontsize=8)
         ax = axes[1]
         for i, s in enumerate(config.temps):
@@ -550,6 +550,7 @@ class LangevinGibbs(Experiment):
         ax.set_xlabel("t")
         ax.set_ylim(bottom=1e-2)
         ax.set_title("(b) E F(t) per coordinate with theory; dotted: E_μF")
+        ax.set_ylabel("E F / d (seed mean; dashed: theory)")
         ax.legend(frameon=False, fontsize=8)
         ax = axes[2]
         for i, s in enumerate(config.rate_temps):
@@ -562,6 +563,7 @@ class LangevinGibbs(Experiment):
         ax.set_xlim(0, config.rate_horizon + 1)
         ax.set_xlabel("λ_s t")
         ax.set_title("(c) E θ(t) from θ₀ = 1 with the FP theory")
+        ax.set_ylabel("E θ (seed mean; dashed: theory)")
         ax.legend(frameon=False, fontsize=8)
         ax = axes[3]
         inv = np.array([1 / s for s in config.rate_temps])
@@ -574,6 +576,7 @@ class LangevinGibbs(Experiment):
         ax.plot(fine, [_kramers(1 / v, config) for v in fine], "k:", label="Eyring–Kramers")
         ax.set_yscale("log")
         ax.set_xlabel("1/s")
+        ax.set_ylabel("relaxation rate")
         ax.set_title(f"(d) log rate vs 1/s: slope {m['rate_slope'].value:.2f} (−2ΔF = −2)")
         ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from attndyn.core.serial import json_safe
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 NAME = "langevin-plateau"
 MODELS = ("attention", "lora")
@@ -505,10 +505,9 @@ class LangevinPlateau(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         models = list(m["models"])
-        fig, axes = plt.subplots(1, len(models) + 1, figsize=(5 * (len(models) + 1), 4.0))
+        fig, axes = new_figure(1, len(models) + 1, figsize=(5 * (len(models) + 1), 4.0))
         for ax, name in zip(axes, models, strict=False):
             rec = m["models"][name]
             for i, (s, r) in enumerate(rec["runs"].items()):

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from attndyn.experiments.base import Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.stats import Interval, bootstrap_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 NAME = "langevin-regularization"
 WALK_SLOPE = 0.5  # midway between a saturated variance (0) and a random walk (1)
@@ -355,10 +355,9 @@ class LangevinRegularization(Experiment):
         return json_safe(out)
 
     def figure(self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path):
-        import matplotlib.pyplot as plt
 
         models = config.models
-        fig, axes = plt.subplots(2, len(models), figsize=(5.5 * len(models), 7.5), squeeze=False)
+        fig, axes = new_figure(2, len(models), figsize=(5.5 * len(models), 7.5), squeeze=False)
         for j, model in enumerate(models):
             r = m[model]
             t = np.asarray(r["time"])

@@ -38,7 +38,7 @@ from attndyn.experiments.langevin.plateau import (
     tolerance,
 )
 from attndyn.experiments.stats import bootstrap_ci, worst
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 NAME = "langevin-size"
 
@@ -301,10 +301,9 @@ class LangevinSize(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         sizes = m["sizes"]
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.0))
+        fig, axes = new_figure(1, 2, figsize=(11, 4.0))
         ax = axes[0]
         for i, (wr, rec) in enumerate(sizes.items()):
             r = rec["s"]
@@ -329,6 +328,7 @@ class LangevinSize(Experiment):
             ax.loglog(p, s * p / 4, "k--" if which == "s" else "k:", lw=0.8)
         x = m["slope"]
         ax.set_xlabel("p_eff")
+        ax.set_ylabel("plateau − min F (dashed: s·p_eff/4)")
         ax.set_title(f"gap vs p_eff: slope {x.value:.3f} [{x.low:.3f}, {x.high:.3f}]")
         ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

@@ -41,7 +41,7 @@ from pydantic import Field, model_validator
 
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
 from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 NAME = "langevin-vs-sgd"
 SLOPE_BAND = (0.5, 1.5)  # gap ∝ s^1: midway to 0 (no convergence) and to 2 (second order)
@@ -371,9 +371,8 @@ class LangevinVsSGD(Experiment):
         return json_safe(out)
 
     def figure(self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path):
-        import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        fig, axes = new_figure(1, 2, figsize=(11, 4.2))
         ax = axes[0]
         for i, s in enumerate(config.s_values):
             for meth, ls in (("sde", "-"), ("sgd", "--")):
@@ -401,6 +400,7 @@ class LangevinVsSGD(Experiment):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("s (temperature / learning rate)")
+        ax.set_ylabel("plateau − min F (95% CI)")
         ax.set_title("(b) both gaps ∝ s, different coefficients")
         ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

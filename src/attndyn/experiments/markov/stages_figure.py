@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from attndyn.report.figures import new_figure
+
 _COLOURS = {"condensation": "C0", "focus": "C2", "dilution": "C3", "restart": "C4"}
 
 
@@ -31,14 +33,13 @@ def _cos_matrix(traj, k: int, d: int) -> np.ndarray:
 
 def draw(config, traj, m: dict[str, Any]):
     """The figure (a matplotlib Figure)."""
-    import matplotlib.pyplot as plt
 
     t = traj["time"].values
     pos = t > 0
     d = len(m["pi"])
     top = int(np.argmax(m["pi"]))
     stages = m["stages"][0]
-    fig = plt.figure(figsize=(16, 10))
+    fig, _ = new_figure(0, figsize=(16, 10))
     grid = fig.add_gridspec(3, 4)
     one = lambda name: traj[name].values[0]  # noqa: E731
 
@@ -55,7 +56,7 @@ def draw(config, traj, m: dict[str, Any]):
     ax.semilogx(t[pos], one("erank_W0")[pos], label="erank W₀")
     ax.semilogx(t[pos], one("erank_WQK")[pos], label="erank W_QK")
     _shade(ax, stages)
-    ax.set(xlabel="t", title="(b) effective ranks")
+    ax.set(xlabel="t", ylabel="effective rank", title="(b) effective ranks")
     ax.legend(fontsize=7, frameon=False)
 
     ax = fig.add_subplot(grid[0, 2])
@@ -92,7 +93,9 @@ def draw(config, traj, m: dict[str, Any]):
     ax.semilogx(t[pos], one("align_pi")[pos], label="|cos(u₁(W₀), π)|")
     ax.semilogx(t[pos], np.minimum(one("wqk_drift")[pos], 2.0), label="W_QK drift (≤ 2)")
     _shade(ax, stages)
-    ax.set(xlabel="t", title="alignments and the attention block's drift")
+    ax.set(
+        xlabel="t", ylabel="alignment / drift", title="alignments and the attention block's drift"
+    )
     ax.legend(fontsize=7, frameon=False)
 
     picks = []
@@ -106,6 +109,7 @@ def draw(config, traj, m: dict[str, Any]):
         k = int(np.argmin(np.abs(t - when)))
         im = ax.imshow(_cos_matrix(traj, k, d), vmin=-1, vmax=1, cmap="RdBu_r")
         ax.set(title=f"cos(W₀[i], W₀[j]) at {name}, t = {t[k]:.3g}", xticks=range(d))
+        ax.set(xlabel="token j", ylabel="token i")
         ax.set_yticks(range(d))
     fig.colorbar(im, ax=ax, fraction=0.046)
     fig.suptitle(

@@ -55,7 +55,7 @@ from pydantic import Field, model_validator
 from attndyn.core.serial import json_safe
 from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig
 from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 
 class Config(ExperimentConfig):
@@ -455,11 +455,10 @@ class FocusSymmetry(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
         from matplotlib.ticker import NullFormatter
 
         ds = list(m["per_d"])
-        fig, axes = plt.subplots(len(ds), 3, figsize=(14, 4.0 * len(ds)), squeeze=False)
+        fig, axes = new_figure(len(ds), 3, figsize=(14, 4.0 * len(ds)), squeeze=False)
         deltas = np.asarray(config.deltas)
         for row, d in enumerate(ds):
             md = m["per_d"][d]
@@ -509,6 +508,7 @@ class FocusSymmetry(Experiment):
                               label="σ₁(∂L/∂M) on the plateau (u̇ = −Gw, ẇ = −Gᵀu)")  # fmt: skip
                 ax.xaxis.set_minor_formatter(NullFormatter())
                 ax.set_xlabel("asymmetry δ")
+                ax.set_ylabel(label + " (dots: single seeds)")
                 ax.set_title(f"({'bc'[col - 1]}) d = {d}: {label}")
                 ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

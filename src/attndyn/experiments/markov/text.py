@@ -59,7 +59,7 @@ from attndyn.experiments.base import (
     RunContext,
 )
 from attndyn.experiments.stats import mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 FOCUS_LEVEL = 0.5
 """The majority: the top token holds more of the query's attention than all other tracked tokens."""
@@ -400,10 +400,9 @@ class FocusText(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         keys = list(results["sims"])
-        fig, axes = plt.subplots(len(keys), 3, figsize=(15, 4 * len(keys)), squeeze=False)
+        fig, axes = new_figure(len(keys), 3, figsize=(15, 4 * len(keys)), squeeze=False)
         for row, key in enumerate(keys):
             tr, info = results["sims"][key], results["info"][key]
             t = tr["step"].values
@@ -416,6 +415,7 @@ class FocusText(Experiment):
             ax.set_xscale("log")
             ax.set_ylim(0, 1)
             ax.set_title(f"({key}) attention of query {labels[T.index(q)]!r} over T")
+            ax.set_ylabel("attention weight 𝔸")
             ax.set_xlabel("Adam step")
             ax.legend(frameon=False, fontsize=7)
             ax = axes[row, 1]
@@ -423,6 +423,7 @@ class FocusText(Experiment):
                 ax.plot(t[1:], tr[f"norm_{i}"].values.mean(axis=0)[1:], label=lab)
             ax.set_xscale("log")
             ax.set_title("embedding norms ‖W₀[i]‖")
+            ax.set_ylabel("‖W₀[i]‖")
             ax.set_xlabel("Adam step")
             ax.legend(frameon=False, fontsize=7)
             ax = axes[row, 2]
@@ -432,6 +433,9 @@ class FocusText(Experiment):
             ax2.axhline(info["L_uni"], color="C3", ls=":", lw=1, label="unigram")
             ax2.axhline(info["L_star"], color="C3", ls="--", lw=1, label="L* (bigram)")
             ax2.legend(frameon=False, fontsize=7, loc="upper right")
+            ax2.set_ylabel("loss (nats)")
+            ax2.set_xlabel("Adam step")
+            ax.set_ylabel("mean attention entropy (nats)")
             ax.set_xscale("log")
             ax.set_title("attention entropy (black), loss (red)")
             ax.set_xlabel("Adam step")

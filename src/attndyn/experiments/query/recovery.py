@@ -83,7 +83,7 @@ from attndyn.experiments.base import (
     RunContext,
 )
 from attndyn.experiments.stats import bootstrap_ci, mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.report.figures import new_figure, save_figure
 
 # the exponent of the SGA–ODE gap ∝ η^p that ``ode-tracking`` requires: midway between 0 (a gap
 # that does not shrink: a wrong ODE) and 1/2 (the diffusion scale of SGA about its ODE limit)
@@ -531,10 +531,9 @@ class QueryRecovery(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        import matplotlib.pyplot as plt
 
         sims, theory = results["sims"], results["theory"]
-        fig, axes = plt.subplots(1, 3, figsize=(14, 4.0))
+        fig, axes = new_figure(1, 3, figsize=(14, 4.0))
         ax = axes[0]
         for i, case in enumerate(RECOVERY):
             if case not in sims:
@@ -544,11 +543,12 @@ class QueryRecovery(Experiment):
             for s in range(tr.sizes["seed"]):
                 ax.plot(t[1:], tr["overlap"].values[s, 1:], color=f"C{i}", lw=0.5, alpha=0.5)
             if case in theory:
-                ax.plot(t[1:], theory[case]["alignment"].values[1:], "k--", lw=1)
+                ax.plot(t[1:], theory[case]["alignment"].values[1:], "k--", lw=1,
+                        label=f"{case}: theory |m|")  # fmt: skip
             ax.plot([], [], color=f"C{i}", label=f"{case} (mean |m| = {m[f'{case}_mean']:.4f})")
         ax.set_xscale("log")
         ax.set_xlabel("ODE time t = Σ η_k")
-        ax.set_ylabel("overlap m = ⟨q, u⟩")
+        ax.set_ylabel("overlap m = ⟨q, u⟩ (one line per seed)")
         if "n_plus" in m:
             ax.set_title(f"(a) recovery up to sign: {m['n_plus']} → +u, {m['n_minus']} → −u")
             ax.legend(frameon=False, fontsize=8)
@@ -577,6 +577,7 @@ class QueryRecovery(Experiment):
             ax.loglog(pe, [m["plateau"][e] for e in pe], "s-", label="plateau 1 − |m| (constant η)")
             ax.loglog(pe, [m["plateau_predicted"][e] for e in pe], "k:", label="η E‖P⊥ĝ‖²/(4Φ'(1))")
         ax.set_xlabel("step η")
+        ax.set_ylabel("gap")
         ax.set_title("(c) gaps shrink with the step")
         ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()

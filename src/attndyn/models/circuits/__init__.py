@@ -24,6 +24,27 @@ from attndyn.models.circuits.observables import attention_observables, circuit_o
 NAME = "circuits"
 SUMMARY = ("loss", "accuracy", "attn_distinct", "frac_sharp", "separability", "qk_fro", "ov_fro")
 """Observables ``attndyn simulate circuits`` prints at the final time."""
+LABELS = {
+    "loss": "test cross-entropy",
+    "accuracy": "test accuracy",
+    "prob_correct": "probability of the correct token",
+    "attn_distinct": "attention mass on distinct tokens",
+    "attn_entropy": "attention entropy (nats)",
+    "attn_query": "attention of the query on itself",
+    "frac_sharp": "fraction of sharp sequences (mass ≥ threshold)",
+    "separability": "separability max a_distinct − min a_other",
+    "qk_fro": "‖W_QK‖_F",
+    "ov_fro": "‖W_OV‖_F",
+    "qk_erank": "effective rank of W_QK",
+    "ov_erank": "effective rank of W_OV",
+    "qk_gap": "score gap μ_QK",
+    "ov_gap": "OV logit margin μ_OV",
+    "qk_balance": "‖AᵀA − BBᵀ‖_F (QK)",
+    "ov_balance": "‖AᵀA − BBᵀ‖_F (OV)",
+}
+"""Axis labels of the observables (observables.py; :func:`attndyn.plot`)."""
+TIME_LABEL = "SGD step k"
+"""Axis label of ``time``."""
 Config = CircuitsConfig
 THEORY = "attndyn.models.circuits.theory"
 BENCHMARKS = (

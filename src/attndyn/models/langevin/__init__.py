@@ -34,6 +34,22 @@ NAME = "langevin"
 Config = LangevinConfig
 SUMMARY = ("F", "loss", "sq_norm", "grad_sq")
 """Observables ``attndyn simulate langevin`` prints at the final time."""
+LABELS = {
+    "F": "F = L̂ + (λ/2)‖θ‖²",
+    "loss": "training loss L̂",
+    "reg": "(λ/2)‖θ‖²",
+    "sq_norm": "‖θ‖²",
+    "grad_sq": "‖∇F‖²",
+    "balance": "‖A‖² − ‖B‖²",
+    "norm_product": "‖A‖‖B‖",
+    "delta_norm": "‖BA‖_F",
+    "balance_qk": "‖W_Q‖² − ‖W_K‖²",
+    "x": "θ₁",
+    "mean_x": "mean of θ",
+}
+"""Axis labels of the observables (:func:`attndyn.plot`)."""
+TIME_LABEL = "SDE time t = k·h (SGD: k·s)"
+"""Axis label of ``time``."""
 THEORY = "attndyn.models.langevin.theory"
 BENCHMARKS = (
     Benchmark(

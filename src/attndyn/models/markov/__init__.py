@@ -32,6 +32,27 @@ from attndyn.models.markov.data import PAPER_PI
 NAME = "markov"
 SUMMARY = ("loss_gap", "erank_W0", "erank_WQK", "entropy_mean", "align_pi", "align_phi")
 """Observables ``attndyn simulate markov`` prints at the final time."""
+LABELS = {
+    "loss": "population loss L(θ)",
+    "loss_gap": "loss gap L − L*",
+    "kl_uniform": "Σπ_i KL(uniform ‖ ℙ_i)",
+    "kl_unigram": "Σπ_i KL(π ‖ ℙ_i)",
+    "kl_bigram": "Σπ_i KL(P_i ‖ ℙ_i)",
+    "erank_W0": "effective rank of W₀",
+    "erank_W1": "effective rank of W₁",
+    "erank_WQK": "effective rank of W_QK",
+    "sv_ratio_W0": "σ₂(W₀)/σ₁(W₀)",
+    "gradM_sv1": "σ₁(∂L/∂M)",
+    "entropy_mean": "mean attention entropy Σπ_i H(𝔸_i) (nats)",
+    "align_pi": "|cos(u₁, π)|",
+    "align_phi": "cos_F(Φ, ππᵀ)",
+    "thm37": "(1 − π₁)γ₁ − (d − 1)π₁γ̄ (Thm 3.7)",
+    "phi_norm": "‖Φ‖_F",
+    "m_norm": "‖M‖_F",
+}
+"""Axis labels of the observables (observables.py; :func:`attndyn.plot`)."""
+TIME_LABEL = "flow time t = lr·k"
+"""Axis label of ``time``."""
 Config = MarkovConfig
 FROZEN = ("WQ", "WK")
 """The groups that ``train_attention=false`` freezes."""

@@ -29,6 +29,17 @@ from attndyn.models.query.config import QueryConfig
 NAME = "query"
 SUMMARY = ("alignment", "overlap", "q_norm", "perp_norm", "objective")
 """Observables ``attndyn simulate query`` prints at the final time."""
+LABELS = {
+    "alignment": "alignment |m|",
+    "overlap": "overlap m = ⟨q, u⟩/‖q‖",
+    "q_norm": "‖q‖",
+    "perp_norm": "‖P_⊥ q‖",
+    "objective": "objective E‖a(q; X)‖²",
+    "ode_time": "ODE time Σ_{j<k} η_j",
+}
+"""Axis labels of the observables and of ``ode_time`` (:func:`attndyn.plot`)."""
+TIME_LABEL = "SGA step k"
+"""Axis label of ``time``."""
 Config = QueryConfig
 THEORY = "attndyn.models.query.theory"
 BENCHMARKS = (
