@@ -50,6 +50,12 @@ MaxHoursOpt = Annotated[
     float,
     typer.Option("--max-hours", help="ask for --yes above this estimated time (hours)"),
 ]
+ProgressOpt = Annotated[
+    bool,
+    typer.Option(
+        "--progress/--no-progress", help="progress bar on stderr (on a terminal, without --json)"
+    ),
+]
 
 
 def _values(set_: list[str] | None, seeds: int | None = None) -> dict:
@@ -89,10 +95,12 @@ def simulate(
     ] = False,
     yes: YesOpt = False,
     max_hours: MaxHoursOpt = 1.0,
+    progress: ProgressOpt = True,
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
     from attndyn import estimate, runs
     from attndyn.models import get_family
+    from attndyn.progress import on_terminal, shown
     from attndyn.store import Store
 
     estimate.check_max_hours(max_hours)
@@ -115,7 +123,8 @@ def simulate(
             return
         if est is not None:
             estimate.confirm(est.seconds, max_hours, yes, f"{family} run {rid}")
-    traj, reused = runs.simulation(family, config, store, force)
+    with shown(on_terminal(progress, as_json)):
+        traj, reused = runs.simulation(family, config, store, force)
     rid = traj.attrs["run_id"]
     summary = _final_summary(traj, get_family(family).SUMMARY)
     diverged = [int(s) for s in traj["seed"].values[traj["diverged"].values]]
@@ -155,15 +164,18 @@ def predict(
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute a stored theory run")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Integrate the theory for one configuration and store it (kind 'theory')."""
     from attndyn import runs
     from attndyn.models import get_theory
+    from attndyn.progress import on_terminal, shown
     from attndyn.store import Store
 
     config = runs.theory_config(family, _values(set_))
     store = Store(out)
-    traj, reused = runs.theory(family, config, store, force)
+    with shown(on_terminal(progress, as_json)):
+        traj, reused = runs.theory(family, config, store, force)
     rid = traj.attrs["run_id"]
     summary = _final_summary(traj, get_theory(family).SUMMARY)
     # what the theory says about itself (e.g. the method it chose and why, a truncation's
@@ -244,14 +256,17 @@ def run(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
     from attndyn.experiments.runner import run_experiment
+    from attndyn.progress import on_terminal, shown
 
     values = _values(set_, seeds)
     if seed is not None:
         values["seed"] = seed
-    outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
+    with shown(on_terminal(progress, as_json), count="runs"):
+        outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
     if as_json:
         print(json.dumps(json_safe(outcome.as_json())))
     else:
@@ -283,11 +298,14 @@ def run(
 def demo(
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute stored runs")] = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """The showcase run: see attndyn.demo (the README's first command)."""
     from attndyn.demo import show_demo
+    from attndyn.progress import on_terminal, shown
 
-    show_demo(console, out, force)
+    with shown(on_terminal(progress), count="runs"):
+        show_demo(console, out, force)
 
 
 def _emit_machine_readable(frame, as_json: bool, as_csv: bool) -> bool:
@@ -519,11 +537,13 @@ def bench(
             help="a benchmark that a family declares, or all (without --name: list them)",
         ),
     ] = None,
+    progress: ProgressOpt = True,
 ) -> None:
     """Benchmarks (BENCHMARKS.md) that the families declare: each simulator against matmul peak
     or a reference implementation timed in the same run. Every JSON row carries its
     ``benchmark`` and ``family``."""
     from attndyn.models import benchmarks
+    from attndyn.progress import counted, on_terminal
 
     found = benchmarks()
     if name is None:
@@ -539,7 +559,7 @@ def bench(
         raise InputError(f"invalid value for 'name': must be one of {allowed} (got {name!r})")
     chosen = sorted(found) if name == "all" else [name]
     rows: list[dict] = []
-    for bench_name in chosen:
+    for bench_name in counted(chosen, "benchmarks", on_terminal(progress, as_json)):
         family, b = found[bench_name]
         produced = b.run(quick=quick, torch_reference=torch_reference, log=not as_json)
         rows += [{**row, "benchmark": bench_name, "family": family} for row in produced]
@@ -577,13 +597,31 @@ def _clean_stdout(callback):
     return wrapper
 
 
+def _interruptible(callback):
+    """``callback`` that answers Ctrl-C with one line on stderr and exit code 130 (stored runs
+    are complete files: the store writes atomically)."""
+
+    @functools.wraps(callback)
+    def wrapper(*args, **kwargs):
+        try:
+            return callback(*args, **kwargs)
+        except KeyboardInterrupt:
+            from attndyn.progress import interrupted_message
+
+            lead = "\n" if sys.stderr.isatty() else ""  # past the terminal's ^C
+            print(f"{lead}{interrupted_message()}", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
 def main(args: list[str] | None = None) -> None:
     """Entry point (``args`` defaults to ``sys.argv[1:]``): every error prints one line on stderr
     and exits with its code: 2 for bad input and usage errors (unknown option, missing argument),
     1 for storage and executor errors; ``--help`` (or no arguments) prints help and exits 0."""
     command = typer.main.get_command(app)
     for sub in getattr(command, "commands", {}).values():
-        sub.callback = _clean_stdout(sub.callback)
+        sub.callback = _interruptible(_clean_stdout(sub.callback))
     try:
         code = command.main(args=args, prog_name="attndyn", standalone_mode=False)
     except AttndynError as exc:

@@ -1,0 +1,96 @@
+"""Progress bars (attndyn.progress): shown on a terminal with steps and an ETA, never with --json
+and never off a terminal."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+from rich.console import Console
+
+from attndyn.cli import main
+from attndyn.core.progress import listening, report_steps, run_finished, run_started
+from attndyn.progress import Bars, counted, on_terminal
+
+TINY = ["--set", "d=8", "--set", "t_max=0.05", "--set", "records=4", "--set", "batch=4"]
+TINY += ["--set", "test_size=16", "--seeds", "2"]
+
+
+def _terminal(get_time=None) -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=150, get_time=get_time)
+    return console, buffer
+
+
+def test_bar_renders_steps_eta_and_the_run_count():
+    clock = iter(range(10_000))
+    console, buffer = _terminal(lambda: float(next(clock)))
+    bars = Bars("runs", console=console, transient=False)
+    with bars, listening(bars):
+        run_started("aim 0123abcd")
+        for done in (100, 200, 300, 400):
+            report_steps(done, 1000)
+            bars.progress.refresh()
+        run_finished(False)
+        run_started("aim:theory 4567")
+        run_finished(True)
+        bars.progress.refresh()
+    text = buffer.getvalue()
+    assert "aim 0123abcd" in text
+    assert "400/1,000 steps" in text
+    assert "ETA" in text and "0:00:0" in text  # 600 steps left at 100 per tick of the clock
+    assert "2 done (1 stored, reused)" in text
+
+
+def test_counted_shows_each_item_and_the_total():
+    console, buffer = _terminal()
+    seen = []
+    import attndyn.progress as module
+
+    real = module.Bars
+    try:
+        module.Bars = lambda count, total: real(count, total, console=console, transient=False)
+        for item in counted(["a", "b"], "benchmarks", True):
+            seen.append(item)
+    finally:
+        module.Bars = real
+    assert seen == ["a", "b"]
+    assert "2/2" in buffer.getvalue() or "2 done" in buffer.getvalue()
+
+
+def test_on_terminal_needs_a_tty_and_no_machine_output(monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert on_terminal(True, False)
+    assert not on_terminal(True, True)  # --json / --csv
+    assert not on_terminal(False, False)  # --no-progress
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    assert not on_terminal(True, False)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_simulate_bar_on_a_terminal_and_none_with_json(tmp_path, capsys, monkeypatch, as_json):
+    """stderr "is" a terminal: the plain command draws the bar (steps of the run); with --json
+    stdout is one JSON document and stderr has no bar."""
+    capsys.readouterr()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    args = ["simulate", "aim", *TINY, "--out", str(tmp_path), "--yes"]
+    with pytest.raises(SystemExit) as exit_:
+        main(args + (["--json"] if as_json else []))
+    assert exit_.value.code == 0
+    out, err = capsys.readouterr()
+    if as_json:
+        assert json.loads(out)["run_id"]
+        assert "steps" not in err and "━" not in err
+    else:
+        assert "steps" in err and "aim " in err
+
+
+def test_no_bar_off_a_terminal(tmp_path, capsys):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["simulate", "aim", *TINY, "--out", str(tmp_path), "--yes", "--force"])
+    assert exit_.value.code == 0
+    _, err = capsys.readouterr()
+    assert "steps" not in err and "━" not in err
