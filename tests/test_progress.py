@@ -94,3 +94,67 @@ def test_no_bar_off_a_terminal(tmp_path, capsys):
     assert exit_.value.code == 0
     _, err = capsys.readouterr()
     assert "steps" not in err and "━" not in err
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def steps(self, done, total, unit):
+        self.events.append(("steps", done, total, unit))
+
+    def run_started(self, label):
+        self.events.append(("started", label))
+
+    def run_finished(self, reused):
+        self.events.append(("finished", reused))
+
+
+def test_theory_ode_reports_the_time_reached(monkeypatch):
+    import numpy as np
+
+    from attndyn.core import ode
+
+    monkeypatch.setattr(ode, "REPORT_S", 0.0)
+    seen = Recorder()
+    with listening(seen):
+        y = ode.integrate(lambda t, y: -y, np.ones(2), np.linspace(0, 5, 6))
+    np.testing.assert_allclose(y[0], np.exp(-np.linspace(0, 5, 6)), rtol=1e-6)
+    times = [e[1] for e in seen.events]
+    assert len(times) > 5 and max(times) <= 5.0 and times[-1] > 4.0
+    assert {e[2:] for e in seen.events} == {(5.0, "time")}
+    quiet = Recorder()
+    ode.integrate(lambda t, y: -y, np.ones(2), np.linspace(0, 5, 6))  # nobody listens
+    assert quiet.events == []
+
+
+def test_runs_report_start_and_end_computed_or_read_back(tmp_path):
+    from attndyn import runs
+    from attndyn.store import Store
+
+    config = runs.family_config("aim", {"d": 8, "t_max": 0.05, "records": 2, "seeds": 1})
+    store = Store(tmp_path)
+    seen = Recorder()
+    with listening(seen):
+        for _ in range(2):
+            runs.simulation("aim", config, store)
+    rid = runs.run_id("aim", config)
+    starts = [e for e in seen.events if e[0] == "started"]
+    assert starts == [("started", f"aim {rid}")] * 2
+    assert [e for e in seen.events if e[0] == "finished"] == [
+        ("finished", False),
+        ("finished", True),
+    ]
+    steps = [e for e in seen.events if e[0] == "steps"]
+    assert steps and steps[-1][1:] == (config.total_steps, config.total_steps, "steps")
+
+
+def test_api_simulate_shows_its_bar_when_asked(tmp_path, capsys, monkeypatch):
+    import attndyn
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    capsys.readouterr()
+    attndyn.simulate("aim", d=8, t_max=0.05, records=2, seeds=1, progress=True)
+    assert "steps" in capsys.readouterr().err
+    attndyn.simulate("aim", d=8, t_max=0.05, records=2, seeds=1)
+    assert "steps" not in capsys.readouterr().err

@@ -95,6 +95,7 @@ class Bars:
             else f"{unit} {done:.4g}/{total:.4g}"
         )
         self.progress.update(self._run, completed=done, total=total, amount=amount, eta="ETA")
+        self.progress.refresh()  # reports come at most a few times a second
 
     def run_finished(self, reused: bool) -> None:
         if self._run is not None:

@@ -50,6 +50,11 @@ def listening(listener: Listener | None) -> Iterator[None]:
         _listener.reset(token)
 
 
+def active() -> bool:
+    """Whether anyone listens (a loop may skip preparing its reports otherwise)."""
+    return _listener.get() is not None
+
+
 def report_steps(done: float, total: float, unit: str = "steps") -> None:
     """``done`` of ``total`` steps (or another ``unit`` of work, e.g. ``"time"`` for an
     integrator) of the current run are done."""
