@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from attndyn.core import progress
 from attndyn.core.config import run_id
 from attndyn.estimate import duration, reduced, try_calibrate
 from attndyn.models import get_family
@@ -28,21 +29,13 @@ def expected_time(
     stored = [not force and store.exists(run_id(family, cfg)) for family, cfg in planned]
     if all(stored):
         return 0.0, "a few seconds (stored runs are reused)"
-    total = 0.0
-    warm = False
-    for (family, cfg), is_stored in zip(planned, stored, strict=True):
-        if is_stored:
-            continue
-        if not warm:
-            try:
-                get_family(family).simulate(reduced(family, cfg, 1))
-            except Exception:  # noqa: BLE001 - the calibration below reports it
-                pass
-            warm = True
-        est, _ = try_calibrate(family, cfg, enough_s=ENOUGH_S)
-        if est is None:  # the run itself will report the failure
-            return None, "time unknown (the calibration failed)"
-        total += est.seconds
+    progress.run_started("estimating the time")  # the calibration's steps are not the run's
+    with progress.listening(None):
+        total = _calibrated(
+            [p for p, is_stored in zip(planned, stored, strict=True) if not is_stored]
+        )
+    if total is None:  # the run itself will report the failure
+        return None, "time unknown (the calibration failed)"
     reused = sum(stored)
     note = f"; {reused} stored run reused" if reused == 1 else ""
     count = len(planned) - reused
@@ -50,3 +43,19 @@ def expected_time(
         f"about {duration(total)} ({count} run{'s' if count > 1 else ''} to compute, "
         f"estimated from a short calibration{note})"
     )
+
+
+def _calibrated(planned: Sequence[tuple[str, Any]]) -> float | None:
+    """Total estimated seconds of ``planned``, after a one-step warm-up run; None on failure."""
+    family, cfg = planned[0]
+    try:
+        get_family(family).simulate(reduced(family, cfg, 1))
+    except Exception:  # noqa: BLE001 - the calibration below reports it
+        pass
+    total = 0.0
+    for family, cfg in planned:
+        est, _ = try_calibrate(family, cfg, enough_s=ENOUGH_S)
+        if est is None:
+            return None
+        total += est.seconds
+    return total

@@ -61,6 +61,9 @@ class Bars:
             TimeRemainingColumn(),
             console=console or Console(stderr=True),
             transient=transient,
+            # printing above the bar sends stdout to the bar's stream: only when both are the
+            # terminal, never when stdout is a file or a pipe
+            redirect_stdout=sys.stdout.isatty(),
         )
         self._runs = None
         if count is not None:
