@@ -57,7 +57,9 @@ def test_counted_shows_each_item_and_the_total():
     finally:
         module.Bars = real
     assert seen == ["a", "b"]
-    assert "2/2" in buffer.getvalue() or "2 done" in buffer.getvalue()
+    text = buffer.getvalue()
+    assert "benchmark a" in text and "benchmark b" in text
+    assert "2 done" in text
 
 
 def test_on_terminal_needs_a_tty_and_no_machine_output(monkeypatch):
@@ -158,3 +160,17 @@ def test_api_simulate_shows_its_bar_when_asked(tmp_path, capsys, monkeypatch):
     assert "steps" in capsys.readouterr().err
     attndyn.simulate("aim", d=8, t_max=0.05, records=2, seeds=1)
     assert "steps" not in capsys.readouterr().err
+
+
+def test_stdout_printed_under_the_bar_stays_on_stdout_when_it_is_a_file(capsys, monkeypatch):
+    from attndyn.progress import shown
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    capsys.readouterr()
+    with shown(True, "runs"):
+        run_started("aim abc")
+        report_steps(5, 10)
+        print("table row")
+    out, err = capsys.readouterr()
+    assert out == "table row\n"
+    assert "table row" not in err and "5/10 steps" in err

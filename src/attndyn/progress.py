@@ -88,6 +88,7 @@ class Bars:
         if self._run is not None:
             self.progress.remove_task(self._run)
         self._run = self.progress.add_task(label, total=None, amount="", eta="")
+        self.progress.refresh()
 
     def steps(self, done: float, total: float, unit: str) -> None:
         if self._run is None:
