@@ -375,6 +375,7 @@ def sweep(
 ) -> None:
     """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
     from attndyn.estimate import check_max_hours
+    from attndyn.progress import on_terminal
     from attndyn.sweep import run_sweep
     from attndyn.sweep.estimate import estimate_sweep, guard_sweep, summary_lines
     from attndyn.sweep.executors import default_workers
@@ -400,7 +401,7 @@ def sweep(
     kwargs = {"executor": executor, "workers": workers, "address": address}
     plan = guard_sweep(spec, out, max_hours=max_hours, yes=yes, **kwargs)
     try:
-        summary = run_sweep(plan or spec, out, progress=progress, **kwargs)
+        summary = run_sweep(plan or spec, out, progress=on_terminal(progress, as_json), **kwargs)
     except KeyboardInterrupt:
         print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
         raise typer.Exit(130) from None
