@@ -80,7 +80,10 @@ class Chunker:
 
     Usage: ``n = chunker.next(remaining)``, run and wait for n steps, ``chunker.took(n, seconds)``.
     The first chunk is ``first`` steps; each later one is the measured rate × ``target_s``, at
-    most ``GROWTH`` times the last, at least one step.
+    most ``GROWTH`` times the last, at least one step. A chunk costs about 1 ms of dispatch and
+    waiting (measured on the demo's tied aim run, d = 128, 4 seeds, 12,422 steps on 2 busy
+    cores: 125 chunks of 100 steps took 5.42 s of CPU, one call 5.27 s), so chunks of
+    ``TARGET_S`` add well under 1 %.
     """
 
     def __init__(self, target_s: float = TARGET_S, first: int = 1) -> None:
