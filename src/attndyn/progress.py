@@ -11,6 +11,7 @@ Sweeps have their own bar (:mod:`attndyn.sweep.progress`).
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
@@ -25,6 +26,10 @@ from rich.progress import (
 )
 
 from attndyn.core.progress import listening, run_finished, run_started
+
+REFRESH_S = 0.1
+"""At most one redraw per this many seconds on a step report (rich also redraws 10 times a
+second on its own)."""
 
 
 def on_terminal(wanted: bool = True, machine_output: bool = False) -> bool:
@@ -70,6 +75,7 @@ class Bars:
             self._runs = self.progress.add_task(count, total=total, amount="", eta="")
             self._update_count()
         self._run = None
+        self._refreshed = -REFRESH_S
 
     def __enter__(self) -> Bars:
         self.progress.start()
@@ -99,7 +105,10 @@ class Bars:
             else f"{unit} {done:.4g}/{total:.4g}"
         )
         self.progress.update(self._run, completed=done, total=total, amount=amount, eta="ETA")
-        self.progress.refresh()  # reports come at most a few times a second
+        now = time.monotonic()
+        if now - self._refreshed >= REFRESH_S:  # a run of many short segments reports often
+            self._refreshed = now
+            self.progress.refresh()
 
     def run_finished(self, reused: bool) -> None:
         if self._run is not None:
