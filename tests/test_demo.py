@@ -15,6 +15,7 @@ def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
+    assert "expected time: about " in proc.stdout.splitlines()[1]  # said before it runs
     assert (out / "figures" / "demo-p12.png").stat().st_size > 10_000
     assert "demo-p12.png" in proc.stdout
     # it ends with the report of its results folder, which shows the demo's figure
@@ -49,3 +50,4 @@ def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
         timeout=600,
     )
     assert again.returncode == 0 and len(res.runs()) == 3
+    assert "expected time: a few seconds (stored runs are reused)" in again.stdout

@@ -19,6 +19,7 @@ import xarray as xr
 
 from attndyn import runs
 from attndyn.experiments.runner import ExperimentOutcome, run_experiment
+from attndyn.progress import shown
 from attndyn.store import Store, connect, queries, results_dir
 
 
@@ -27,6 +28,7 @@ def simulate(
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,
+    progress: bool = False,
     **config: Any,
 ) -> xr.Dataset:
     """Simulate one configuration of ``family`` and return its Trajectory.
@@ -38,6 +40,7 @@ def simulate(
             the CLI and :func:`run`). The run is stored there, and a stored run with the same
             config (the same run id) is read back instead of recomputed.
         force: recompute and overwrite even when the run is stored.
+        progress: show a progress bar (steps done, ETA) on stderr while it runs.
         **config: fields of the family's ``Config`` (``attndyn.models.<family>.Config``); fields
             not given take their defaults. ``seeds`` (S) and ``seed`` (s0) select the seeds
             s0, …, s0 + S − 1, run in parallel.
@@ -59,7 +62,8 @@ def simulate(
             field and what is allowed).
     """
     cfg = runs.family_config(family, config)
-    traj, _ = runs.simulation(family, cfg, Store(out), force)
+    with shown(progress):
+        traj, _ = runs.simulation(family, cfg, Store(out), force)
     return traj
 
 
@@ -68,6 +72,7 @@ def predict(
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,
+    progress: bool = False,
     **config: Any,
 ) -> xr.Dataset:
     """The theory's prediction for one configuration of ``family``.
@@ -78,6 +83,8 @@ def predict(
             :func:`simulate` and :func:`run`); the prediction is stored there as a run of kind
             ``<family>:theory`` and read back when already stored.
         force: recompute and overwrite even when stored.
+        progress: show progress on stderr while it runs (elapsed time; the integration time
+            reached where the theory reports it).
         **config: fields of the theory's ``Config`` (``attndyn.models.<family>.theory.Config``):
             the simulator's model and grid fields plus the theory's own (e.g. ``method``,
             ``rtol``). A theory that starts from the simulator's initial state (``aim``,
@@ -96,7 +103,8 @@ def predict(
         InputError: unknown family, a family without theory, or a bad config.
     """
     cfg = runs.theory_config(family, config)
-    traj, _ = runs.theory(family, cfg, Store(out), force)
+    with shown(progress):
+        traj, _ = runs.theory(family, cfg, Store(out), force)
     return traj
 
 
@@ -107,6 +115,7 @@ def run(
     out: str | os.PathLike | None = None,
     force: bool = False,
     control: str | None = None,
+    progress: bool = False,
     **overrides: Any,
 ) -> ExperimentOutcome:
     """Run a registered experiment, check its claims, draw its figure and store its record.
@@ -120,6 +129,7 @@ def run(
         force: recompute every run even when stored.
         control: a negative control of the experiment (a deliberately wrong model or scaling,
             docs/claims.md): its overrides are applied last and its claims are expected to fail.
+        progress: show on stderr how many runs are done and the current run's progress.
         **overrides: fields of the experiment's config, applied on top of the preset (``seed``:
             the seed offset, ``seeds``: their number).
 
@@ -136,7 +146,8 @@ def run(
     Raises:
         InputError: unknown experiment or preset, or a bad override.
     """
-    return run_experiment(name, preset, overrides, out=out, force=force, control=control)
+    with shown(progress, count="runs"):
+        return run_experiment(name, preset, overrides, out=out, force=force, control=control)
 
 
 @dataclass

@@ -70,6 +70,12 @@ MaxHoursOpt = Annotated[
     float,
     typer.Option("--max-hours", help="ask for --yes above this estimated time (hours)"),
 ]
+ProgressOpt = Annotated[
+    bool,
+    typer.Option(
+        "--progress/--no-progress", help="progress bar on stderr (on a terminal, without --json)"
+    ),
+]
 
 
 def _values(set_: list[str] | None, seeds: int | None = None) -> dict:
@@ -109,10 +115,12 @@ def simulate(
     ] = False,
     yes: YesOpt = False,
     max_hours: MaxHoursOpt = 1.0,
+    progress: ProgressOpt = True,
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
     from attndyn import estimate, runs
     from attndyn.models import get_family
+    from attndyn.progress import on_terminal, shown
     from attndyn.store import Store
 
     estimate.check_max_hours(max_hours)
@@ -135,7 +143,8 @@ def simulate(
             return
         if est is not None:
             estimate.confirm(est.seconds, max_hours, yes, f"{family} run {rid}")
-    traj, reused = runs.simulation(family, config, store, force)
+    with shown(on_terminal(progress, as_json)):
+        traj, reused = runs.simulation(family, config, store, force)
     rid = traj.attrs["run_id"]
     summary = _final_summary(traj, get_family(family).SUMMARY)
     diverged = [int(s) for s in traj["seed"].values[traj["diverged"].values]]
@@ -175,15 +184,18 @@ def predict(
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute a stored theory run")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Integrate the theory for one configuration and store it (kind 'theory')."""
     from attndyn import runs
     from attndyn.models import get_theory
+    from attndyn.progress import on_terminal, shown
     from attndyn.store import Store
 
     config = runs.theory_config(family, _values(set_))
     store = Store(out)
-    traj, reused = runs.theory(family, config, store, force)
+    with shown(on_terminal(progress, as_json)):
+        traj, reused = runs.theory(family, config, store, force)
     rid = traj.attrs["run_id"]
     summary = _final_summary(traj, get_theory(family).SUMMARY)
     # what the theory says about itself (e.g. the method it chose and why, a truncation's
@@ -264,14 +276,17 @@ def run(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
     from attndyn.experiments.runner import run_experiment
+    from attndyn.progress import on_terminal, shown
 
     values = _values(set_, seeds)
     if seed is not None:
         values["seed"] = seed
-    outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
+    with shown(on_terminal(progress, as_json), count="runs"):
+        outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
     if as_json:
         print(json.dumps(json_safe(outcome.as_json())))
     else:
@@ -303,11 +318,14 @@ def run(
 def demo(
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute stored runs")] = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """The showcase run: see attndyn.demo (the README's first command)."""
     from attndyn.demo import show_demo
+    from attndyn.progress import on_terminal, shown
 
-    show_demo(console, out, force)
+    with shown(on_terminal(progress), count="runs"):
+        show_demo(console, out, force)
 
 
 def _emit_machine_readable(frame, as_json: bool, as_csv: bool) -> bool:
@@ -371,6 +389,7 @@ def sweep(
 ) -> None:
     """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
     from attndyn.estimate import check_max_hours
+    from attndyn.progress import on_terminal
     from attndyn.sweep import run_sweep
     from attndyn.sweep.estimate import estimate_sweep, guard_sweep, summary_lines
     from attndyn.sweep.executors import default_workers
@@ -396,7 +415,7 @@ def sweep(
     kwargs = {"executor": executor, "workers": workers, "address": address}
     plan = guard_sweep(spec, out, max_hours=max_hours, yes=yes, **kwargs)
     try:
-        summary = run_sweep(plan or spec, out, progress=progress, **kwargs)
+        summary = run_sweep(plan or spec, out, progress=on_terminal(progress, as_json), **kwargs)
     except KeyboardInterrupt:
         print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
         raise typer.Exit(130) from None
@@ -553,11 +572,13 @@ def bench(
             help="a benchmark that a family declares, or all (without --name: list them)",
         ),
     ] = None,
+    progress: ProgressOpt = True,
 ) -> None:
     """Benchmarks (BENCHMARKS.md) that the families declare: each simulator against matmul peak
     or a reference implementation timed in the same run. Every JSON row carries its
     ``benchmark`` and ``family``."""
     from attndyn.models import benchmarks
+    from attndyn.progress import counted, on_terminal
 
     found = benchmarks()
     if name is None:
@@ -574,7 +595,7 @@ def bench(
         raise InputError(f"invalid value for 'name': must be one of {allowed} (got {name!r}){hint}")
     chosen = sorted(found) if name == "all" else [name]
     rows: list[dict] = []
-    for bench_name in chosen:
+    for bench_name in counted(chosen, "benchmarks", on_terminal(progress, as_json)):
         family, b = found[bench_name]
         produced = b.run(quick=quick, torch_reference=torch_reference, log=not as_json)
         rows += [{**row, "benchmark": bench_name, "family": family} for row in produced]
@@ -664,6 +685,24 @@ def _clean_stdout(callback):
     return wrapper
 
 
+def _interruptible(callback):
+    """``callback`` that answers Ctrl-C with one line on stderr and exit code 130 (stored runs
+    are complete files: the store writes atomically)."""
+
+    @functools.wraps(callback)
+    def wrapper(*args, **kwargs):
+        try:
+            return callback(*args, **kwargs)
+        except KeyboardInterrupt:
+            from attndyn.progress import interrupted_message
+
+            lead = "\n" if sys.stderr.isatty() else ""  # past the terminal's ^C
+            print(f"{lead}{interrupted_message()}", file=sys.stderr)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
 def main(args: list[str] | None = None) -> None:
     """Entry point (``args`` defaults to ``sys.argv[1:]``): every error prints one line on stderr
     and exits with its code: 2 for bad input and usage errors (unknown option, missing argument),
@@ -673,7 +712,7 @@ def main(args: list[str] | None = None) -> None:
 
     command = typer.main.get_command(app)
     for name, sub in getattr(command, "commands", {}).items():
-        sub.callback = _clean_stdout(sub.callback)
+        sub.callback = _interruptible(_clean_stdout(sub.callback))
         families = family_names() if name in ("simulate", "predict") else None
         sub.epilog = epilog(name, families) or None
     try:
@@ -690,4 +729,15 @@ def main(args: list[str] | None = None) -> None:
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         sys.exit(1)
+    if code == 130 and args is None:  # interrupted, the one line said: skip the slow teardown
+        _exit_now(130)  # of JAX and of a sweep's pool (1-3 s on a busy machine)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_now(code: int) -> None:
+    """Exit at once (no atexit handlers): everything stored is complete, nothing is pending."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

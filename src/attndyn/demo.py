@@ -20,6 +20,7 @@ from rich.table import Table
 
 from attndyn import runs
 from attndyn.core.config import run_id
+from attndyn.plan_time import expected_time
 from attndyn.report.figures import plot_observable
 from attndyn.store import Store
 
@@ -77,10 +78,25 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
     return DemoResult(tied, direct, figure, store.root, int(reused_t) + int(reused_d))
 
 
+def demo_configs(d: int | None = None) -> list:
+    """The demo's two aim configs (tied, direct), as :func:`run_demo` builds them."""
+    base = dict(DEMO_BASE, **({"d": d} if d else {}))
+    return [
+        runs.family_config("aim", dict(base, param="tied", t_max=TIED_T_MAX)),
+        runs.family_config("aim", dict(base, param="direct", t_max=TIED_T_MAX / 4)),
+    ]
+
+
 def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
-    """Run the demo and print its table, where it stored the runs and the figure, and how to
-    query them."""
+    """Say how long it will take, run the demo and print its table, where it stored the runs
+    and the figure, and how to query them."""
     console.print("attndyn demo: AIM, h2 activation, L = 1; tied S = WWᵀ vs direct S (P1 Fig. 2)")
+    planned = [("aim", cfg) for cfg in demo_configs()]
+    console.print(
+        f"expected time: {expected_time(planned, Store(out), force)[1]}",
+        highlight=False,
+        soft_wrap=True,
+    )
     result = run_demo(out, force)
     table = Table(title="final structural overlap p₁₂ = q₁₂ − t₁t₂ (same sample budget)")
     for col in ("parameterisation", "samples", "p_12 mean", "|p_12| max over seeds", "test loss"):

@@ -15,6 +15,7 @@ from typing import Any
 import xarray as xr
 from pydantic import BaseModel
 
+from attndyn.core import progress
 from attndyn.core.config import GridConfig, SimulationConfig, run_id, validate
 from attndyn.models import get_family, get_theory
 from attndyn.store import Store
@@ -84,21 +85,28 @@ def load_or_compute(
             computing).
 
     A run is computed under its lock (docs/store.md, "Locks and temporary files"): a process
-    asking for a run that another one is computing waits, then reads the stored run.
+    asking for a run that another one is computing waits, then reads the stored run. The run's
+    start and end are reported to the progress listener (:mod:`attndyn.core.progress`).
     """
     rid = run_id(kind, config)
+    progress.run_started(f"{kind} {rid}")
     if store is None:
-        return _computed(compute, rid), False
+        return _finished(_computed(compute, rid), False)
     if not force and (stored := store.load(rid)) is not None:  # None: missing or damaged
-        return stored, True
+        return _finished(stored, True)
     store.check_writable()  # NotWritable (exit 2) before any computation
     with store.lock(rid):  # a racing process computing the same run: wait, then read it
         if not force and (stored := store.load(rid)) is not None:
-            return stored, True
+            return _finished(stored, True)
         start = time.perf_counter()
         traj = _computed(compute, rid)
         store.write(traj, rid, wall_s=time.perf_counter() - start)
-    return traj, False
+    return _finished(traj, False)
+
+
+def _finished(traj: xr.Dataset, read_back: bool) -> tuple[xr.Dataset, bool]:
+    progress.run_finished(read_back)
+    return traj, read_back
 
 
 def _computed(compute: Callable[[], xr.Dataset], rid: str) -> xr.Dataset:

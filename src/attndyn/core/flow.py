@@ -25,7 +25,10 @@ fixed-step GD wastes steps where ∇L is tiny. Two pairs are offered:
 
 Both accept when ‖e/(atol + rtol·max(|y|, |y'|))‖_rms ≤ 1 and set h ← h·clip(0.9‖·‖^{−1/(q+1)},
 0.2, 5) (q the order of the embedded estimate). Each seed has its own step size; seeds run in one
-``vmap``-ed ``while_loop`` per record segment. A seed whose state turns non-finite, or that needs
+``vmap``-ed ``while_loop``, called in chunks of a bounded number of steps per record segment
+(about :data:`attndyn.core.progress.TARGET_S` wall seconds each; a chunk of ``ros2`` ends where a
+Jacobian is refreshed, so the chunking does not change the result), between which progress is
+reported and Ctrl-C is honoured. A seed whose state turns non-finite, or that needs
 more than ``max_steps`` steps in one segment, stops and is reported as diverged (its later records
 NaN).
 """
@@ -40,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from attndyn.core.progress import Chunker, report_steps
 from attndyn.core.trainer import RunResult, seed_keys
 
 Tree = dict
@@ -133,10 +137,14 @@ def ros2(rhs: Callable, outputs: Callable, curvature: Callable, every: int = 8) 
 def make_flow_advance(
     method: Method, rtol: float, atol: float, max_steps: int = 10_000_000
 ) -> Callable:
-    """``advance(carry, state, t0, t1) -> carry``, vmapped over seeds and jitted: integrates
-    from t0 to t1 (scalars shared by all seeds) with ``method``, preparing its ``aux`` every
-    ``method.every`` steps."""
+    """``advance(carry, t, state, t1, budget) -> (carry, t)``, vmapped over seeds (``carry``,
+    ``t`` and ``state`` per seed; ``t1`` and ``budget`` shared) and jitted: integrates from each
+    seed's t towards t1 with ``method``, preparing its ``aux`` every ``method.every`` steps, and
+    stops after ``budget`` more steps (for a method with an ``aux``: at the first refresh after
+    them), so that one segment may take several calls without changing the result. A seed that
+    turns non-finite or reaches ``max_steps`` steps before t1 is marked diverged."""
     exponent = -1.0 / (method.error_order + 1)
+    split_inner = method.every >= 1 << 20  # no aux to keep: a chunk may end at any step
 
     def err_norm(e, y0, y1):
         total, count = 0.0, 0
@@ -146,7 +154,9 @@ def make_flow_advance(
             count += e_l.size
         return jnp.sqrt(total / count)
 
-    def advance_one(carry: FlowCarry, state, t0, t1):
+    def advance_one(carry: FlowCarry, t0, state, t1, budget):
+        stop = carry.steps + budget
+
         def going(t, fc):
             return (t < t1) & ~fc.diverged & (fc.steps < max_steps)
 
@@ -168,20 +178,27 @@ def make_flow_advance(
             )
             return jnp.where(ok, t + h, t), new
 
+        def inner_going(ci):
+            more = going(ci[0], ci[1]) & (ci[2] < method.every)
+            return more & (ci[1].steps < stop) if split_inner else more
+
         def outer(c):
             t, fc = c
             aux = method.prepare(fc.y, state)
             t, fc, _ = jax.lax.while_loop(
-                lambda ci: going(ci[0], ci[1]) & (ci[2] < method.every),
+                inner_going,
                 lambda ci: (*body(ci[0], ci[1], aux), ci[2] + 1),
                 (t, fc, 0),
             )
             return t, fc
 
-        t_end, out = jax.lax.while_loop(lambda c: going(*c), outer, (t0, carry))
-        return out._replace(diverged=out.diverged | (t_end < t1))  # stopped early: lost
+        t_end, out = jax.lax.while_loop(
+            lambda c: going(*c) & (c[1].steps < stop), outer, (t0, carry)
+        )
+        lost = (t_end < t1) & (out.steps >= max_steps)  # stopped early: lost
+        return out._replace(diverged=out.diverged | lost), t_end
 
-    return jax.jit(jax.vmap(advance_one, in_axes=(0, 0, None, None)))
+    return jax.jit(jax.vmap(advance_one, in_axes=(0, 0, 0, None, None)))
 
 
 def integrate_flow(
@@ -195,6 +212,7 @@ def integrate_flow(
     atol: float = 1e-12,
     h0: float = 1e-3,
     gauss_newton: tuple[Callable, Callable] | None = None,
+    chunker: Chunker | None = None,
 ) -> RunResult:
     """Gradient flow ẏ = −grad(y, state) from ``init(key)`` (the init key of
     :func:`attndyn.core.trainer.seed_keys`), observed at ``times`` (t = 0 first): ``bs3``, or
@@ -203,7 +221,8 @@ def integrate_flow(
     ``observe`` may return arrays; they come back with shape (seed, time, …).
     Returns a RunResult whose ``steps`` are the RK steps (accepted or rejected) taken up to each
     record (the maximum over seeds); ``diverged_step`` is the record index at which a seed
-    stopped being finite (−1 if never)."""
+    stopped being finite (−1 if never). ``chunker`` sets how many steps one call takes (default:
+    about :data:`attndyn.core.progress.TARGET_S` seconds' worth)."""
     init_keys, _ = seed_keys(np.asarray(seeds))
     y, state = jax.vmap(init)(init_keys)
     rhs = lambda p, s: jax.tree.map(jnp.negative, grad(p, s))  # noqa: E731
@@ -216,11 +235,26 @@ def integrate_flow(
     obs_fn = jax.jit(jax.vmap(observe))
     records, steps = [], []
     div_at = np.full(n, -1, np.int64)
-    t = 0.0
-    for r, target in enumerate(np.asarray(times, dtype=np.float64)):
+    times = np.asarray(times, dtype=np.float64)
+    t, t_seed = 0.0, jnp.zeros(n, dtype)
+    chunker = chunker or Chunker()
+    for r, target in enumerate(times):
         if target > t:
-            carry = advance(carry, state, jnp.asarray(t, dtype), jnp.asarray(target, dtype))
+            t1 = jnp.asarray(target, dtype)
+            while True:
+                before = int(np.max(np.asarray(carry.steps)))
+                budget = chunker.next(1 << 30)
+                start = chunker.clock()
+                carry, t_seed = jax.block_until_ready(advance(carry, t_seed, state, t1, budget))
+                taken = int(np.max(np.asarray(carry.steps))) - before
+                chunker.took(taken, chunker.clock() - start)
+                live = ~np.asarray(carry.diverged)
+                t_live = np.asarray(t_seed)[live]
+                report_steps(float(t_live.min()) if t_live.size else target, times[-1], "time")
+                if not np.any(t_live < target):
+                    break
             t = float(target)
+            t_seed = jnp.full(n, t, dtype)  # every segment starts at its record time
         obs = jax.device_get(obs_fn(carry.y, state))
         bad = np.asarray(carry.diverged) & (div_at < 0)
         div_at[bad] = r

@@ -8,8 +8,10 @@ Problem's update rule (an optax transformation, :mod:`attndyn.core.updates`):
 where L̄ is the batch-mean loss and Π the optional projection. The default rule, per group g,
 is SGD: u_g = −η_g s_g(k)(∇_g L̄ + λ_g θ_g). A rule that draws noise gets ``key =
 fold_in(step key, UPDATE_STREAM)``, so a seed's trajectory, noise included, does not depend on the
-record grid. Steps between record points run inside one jitted ``fori_loop``; seeds run in
-parallel under ``vmap``. A seed whose loss or parameters become non-finite is frozen (parameters
+record grid. Steps between record points run in jitted ``fori_loop`` chunks of about
+:data:`attndyn.core.progress.TARGET_S` wall seconds each (the trip count is traced: one
+compilation serves every chunk), so that progress is reported and Ctrl-C is honoured between
+chunks; the chunking does not change the trajectory. Seeds run in parallel under ``vmap``. A seed whose loss or parameters become non-finite is frozen (parameters
 and optimiser state) at its last finite values and marked with the step at which it diverged;
 the run completes, and the Trajectory stores the seed's later records as missing
 (:func:`attndyn.core.trajectory.mark_divergence`, which also marks non-finite or overflowing
@@ -28,6 +30,7 @@ import numpy as np
 import optax
 
 from attndyn.core.jaxsetup import enable_compilation_cache
+from attndyn.core.progress import Chunker, report_steps
 
 enable_compilation_cache()  # idempotent; every simulation imports the trainer
 
@@ -146,19 +149,34 @@ def init_seeds(problem: Problem, seeds: np.ndarray) -> tuple[Carry, Any, jax.Arr
     return Carry(params, opt_state, div), state, data_keys
 
 
-def train(problem: Problem, record_steps: np.ndarray, seeds: np.ndarray) -> RunResult:
-    """Run every seed from step 0 to ``record_steps[-1]``, observing at each record step."""
+def train(
+    problem: Problem,
+    record_steps: np.ndarray,
+    seeds: np.ndarray,
+    chunker: Chunker | None = None,
+) -> RunResult:
+    """Run every seed from step 0 to ``record_steps[-1]``, observing at each record step.
+
+    The steps between record points run in chunks of ``chunker``'s lengths (default: about
+    :data:`attndyn.core.progress.TARGET_S` seconds each), each waited for, then reported with
+    :func:`attndyn.core.progress.report_steps`."""
     carry, state, data_keys = init_seeds(problem, seeds)
     advance = make_advance(problem)
     observe = jax.jit(jax.vmap(problem.observe))
+    chunker = chunker or Chunker()
+    total = int(record_steps[-1]) if len(record_steps) else 0
 
     records: list[dict[str, np.ndarray]] = []
     k = 0
     for target in record_steps:
         target = int(target)
-        if target > k:
-            carry = advance(carry, state, data_keys, k, target)
-            k = target
+        while k < target:
+            n = chunker.next(target - k)
+            start = chunker.clock()
+            carry = jax.block_until_ready(advance(carry, state, data_keys, k, k + n))
+            chunker.took(n, chunker.clock() - start)
+            k += n
+            report_steps(k, total)
         records.append(jax.device_get(observe(carry.params, state)))
     names = list(records[0])
     observables = {n: np.stack([r[n] for r in records], axis=1) for n in names}

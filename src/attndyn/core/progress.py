@@ -1,0 +1,105 @@
+"""The progress hook that long loops report to, and the chunk length that keeps them responsive.
+
+A display (:mod:`attndyn.progress`) installs a listener with :func:`listening`; the trainer and
+the flow integrator call :func:`report_steps` between chunks, and :mod:`attndyn.runs` calls
+:func:`run_started` and :func:`run_finished` around each run it computes or reads back. With no
+listener every call does nothing, so a family's ``simulate(config, seeds)`` keeps its signature:
+a plug-in family with its own loop may call :func:`report_steps` (docs/plugins.md).
+
+:class:`Chunker` splits a loop into jitted calls of bounded wall time (``TARGET_S``), so that
+Python regains control often enough to report progress and to raise ``KeyboardInterrupt``
+(Ctrl-C) within about that time, whatever the record grid.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Protocol
+
+TARGET_S = 0.25
+"""Wall seconds one chunk of steps aims at."""
+
+GROWTH = 8
+"""At most this factor between one chunk's length and the next (the first call compiles, so its
+time says little about the steps)."""
+
+
+class Listener(Protocol):
+    """What a display receives: the current run's steps, and runs starting and ending."""
+
+    def steps(self, done: float, total: float, unit: str) -> None: ...
+
+    def run_started(self, label: str) -> None: ...
+
+    def run_finished(self, reused: bool) -> None: ...
+
+
+_listener: ContextVar[Listener | None] = ContextVar("attndyn_progress", default=None)
+
+
+@contextmanager
+def listening(listener: Listener | None) -> Iterator[None]:
+    """Send this context's progress reports to ``listener`` (None: to nobody)."""
+    token = _listener.set(listener)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
+
+
+def active() -> bool:
+    """Whether anyone listens (a loop may skip preparing its reports otherwise)."""
+    return _listener.get() is not None
+
+
+def report_steps(done: float, total: float, unit: str = "steps") -> None:
+    """``done`` of ``total`` steps (or another ``unit`` of work, e.g. ``"time"`` for an
+    integrator) of the current run are done."""
+    listener = _listener.get()
+    if listener is not None:
+        listener.steps(done, total, unit)
+
+
+def run_started(label: str) -> None:
+    listener = _listener.get()
+    if listener is not None:
+        listener.run_started(label)
+
+
+def run_finished(reused: bool) -> None:
+    listener = _listener.get()
+    if listener is not None:
+        listener.run_finished(reused)
+
+
+class Chunker:
+    """Chunk lengths (in steps) that take about ``target_s`` each, learnt from the calls so far.
+
+    Usage: ``n = chunker.next(remaining)``, run and wait for n steps, ``chunker.took(n, seconds)``.
+    The first chunk is ``first`` steps; each later one is the measured rate × ``target_s``, at
+    most ``GROWTH`` times the last, at least one step. A chunk costs about 1 ms of dispatch and
+    waiting (measured on the demo's tied aim run, d = 128, 4 seeds, 12,422 steps on 2 busy
+    cores: 125 chunks of 100 steps took 5.42 s of CPU, one call 5.27 s), so chunks of
+    ``TARGET_S`` add well under 1 %.
+    """
+
+    def __init__(self, target_s: float = TARGET_S, first: int = 1) -> None:
+        self.target_s = target_s
+        self.length = first
+        self._grow_from = first
+
+    def next(self, remaining: int) -> int:
+        return max(1, min(int(remaining), self.length))
+
+    def took(self, steps: int, seconds: float) -> None:
+        if steps < self.length and seconds < self.target_s:
+            return  # a short remainder says little; keep the length
+        rate = steps / max(seconds, 1e-9)
+        self.length = max(1, min(round(rate * self.target_s), GROWTH * max(steps, 1)))
+
+    @staticmethod
+    def clock() -> float:
+        return time.perf_counter()
