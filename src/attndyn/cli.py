@@ -715,6 +715,8 @@ def main(args: list[str] | None = None) -> None:
         sub.callback = _interruptible(_clean_stdout(sub.callback))
         families = family_names() if name in ("simulate", "predict") else None
         sub.epilog = epilog(name, families) or None
+        if sub.help and not sub.short_help:  # the command list: first paragraph, one line
+            sub.short_help = " ".join(sub.help.split("\n\n")[0].split())
     try:
         code = command.main(args=args, prog_name="attndyn", standalone_mode=False)
     except AttndynError as exc:
