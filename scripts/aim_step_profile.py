@@ -2,6 +2,7 @@
 
     python scripts/aim_step_profile.py split [D BATCH]   # cumulative pieces of the step, in %
     python scripts/aim_step_profile.py prng  [D BATCH]   # the Gaussian draw under each PRNG
+    python scripts/aim_step_profile.py devices [D BATCH] # seeds sharded over 2 XLA host devices
 
 ``split``: the tied softmax benchmark step of ``attndyn.models.aim.bench`` (8 seeds, vmapped,
 default d = 512, batch 64), timed as cumulative pieces inside a jitted loop of N steps, interleaved
@@ -11,10 +12,14 @@ and best of 6: the draw of X (B, L, d) with ``jax.random.normal`` and with
 full step. ``prng``: normals/s of the same draw (per seed under vmap, key ``fold_in(data_key, k)``
 per step, as the trainer derives it) under JAX's threefry2x32, rbg and unsafe_rbg and with the
 unrolled hash, each in its own process (the implementation is a process-wide setting).
+``devices``: the trainer's ``advance`` on one device and with the seed axis sharded over two XLA
+host devices (``--xla_force_host_platform_device_count=2``, ``jax.sharding``), interleaved: ms
+per step, CPUs used (process CPU s per wall s) and the largest parameter difference.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -132,10 +137,42 @@ def prng(d: int, batch: int) -> None:
         print(f"  {impl:14s} {r:10.3g} normals/s  ratio {r / base:5.2f}")
 
 
+def devices(d: int, batch: int) -> None:
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from attndyn.core.trainer import init_seeds, make_advance
+    from attndyn.models.aim import build
+    from attndyn.models.aim.bench import bench_config
+
+    problem = build(bench_config(d, batch))
+    advance = make_advance(problem)
+    one = init_seeds(problem, np.arange(SEEDS))
+    mesh = Mesh(np.array(jax.devices()[:2]), ("seed",))
+    two = jax.device_put(one, NamedSharding(mesh, PartitionSpec("seed")))
+    n = max(10, 30 * 512 * 64 // (d * batch))
+    a, b = (jax.block_until_ready(advance(*args, 0, n)) for args in (one, two))
+    diff = float(jnp.max(jnp.abs(a.params["W"] - b.params["W"])))
+    best = {1: (np.inf, 0.0), 2: (np.inf, 0.0)}
+    for _ in range(6):
+        for count, args in ((1, one), (2, two)):
+            c, t = time.process_time(), time.perf_counter()
+            jax.block_until_ready(advance(*args, 0, n))
+            wall, cpu = time.perf_counter() - t, time.process_time() - c
+            if wall / n < best[count][0]:
+                best[count] = (wall / n, cpu / wall)
+    print(f"aim step d = {d}, batch = {batch}, {SEEDS} seeds; max |param difference| {diff:.2g}")
+    for count, (t, cpus) in best.items():
+        print(f"  {count} device(s): {t * 1e3:8.3f} ms/step, {cpus:.2f} CPUs used")
+    print(f"  speedup of 2 devices: {best[1][0] / best[2][0]:.2f}")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:] or ["split"]
+    if args[0] == "devices":
+        flag = "--xla_force_host_platform_device_count=2"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
     if args[0] == "_rate":
         print(_draw_rate(args[1], int(args[2]), int(args[3])))
     else:
         size = [int(a) for a in args[1:3]] or [512, 64]
-        {"split": split, "prng": prng}[args[0]](*size)
+        {"split": split, "prng": prng, "devices": devices}[args[0]](*size)
