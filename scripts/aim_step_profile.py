@@ -3,6 +3,7 @@
     python scripts/aim_step_profile.py split [D BATCH]   # cumulative pieces of the step, in %
     python scripts/aim_step_profile.py prng  [D BATCH]   # the Gaussian draw under each PRNG
     python scripts/aim_step_profile.py devices [D BATCH] # seeds sharded over 2 XLA host devices
+    python scripts/aim_step_profile.py draw-ab [DxB ...] # whole step, jax.random.normal vs fastrandom
 
 ``split``: the tied softmax benchmark step of ``attndyn.models.aim.bench`` (8 seeds, vmapped,
 default d = 512, batch 64), timed as cumulative pieces inside a jitted loop of N steps, interleaved
@@ -15,6 +16,9 @@ unrolled hash, each in its own process (the implementation is a process-wide set
 ``devices``: the trainer's ``advance`` on one device and with the seed axis sharded over two XLA
 host devices (``--xla_force_host_platform_device_count=2``, ``jax.sharding``), interleaved: ms
 per step, CPUs used (process CPU s per wall s) and the largest parameter difference.
+``draw-ab``: the trainer's ``advance`` with the token draw through ``jax.random.normal`` (old) and
+through :mod:`attndyn.core.fastrandom` (new), interleaved, 15 rounds: old/new time per step (best
+and median of paired ratios), and whether the parameters are bitwise equal afterwards.
 """
 
 from __future__ import annotations
@@ -166,6 +170,44 @@ def devices(d: int, batch: int) -> None:
     print(f"  speedup of 2 devices: {best[1][0] / best[2][0]:.2f}")
 
 
+def draw_ab(sizes: list[tuple[int, int]]) -> None:
+    from attndyn.core import fastrandom
+    from attndyn.core.timing import AdvanceRunner
+    from attndyn.models.aim import build
+    from attndyn.models.aim.bench import bench_config
+
+    fast = fastrandom.normal
+
+    def old(key, shape, dtype=jnp.float32):
+        return jax.random.normal(key, shape, dtype)
+
+    for d, batch in sizes:
+        runners = {}
+        for name, normal in (("old", old), ("new", fast)):
+            fastrandom.normal = normal  # read when build's sample is traced (first step)
+            runners[name] = AdvanceRunner(build(bench_config(d, batch)), np.arange(SEEDS))
+        fastrandom.normal = fast
+        n = max(10, 30 * 512 * 64 // (d * batch))
+        best, ratios = {"old": np.inf, "new": np.inf}, []
+        for _ in range(15):
+            took = {}
+            for name, run in runners.items():
+                t = time.perf_counter()
+                run(n)
+                took[name] = (time.perf_counter() - t) / n
+                best[name] = min(best[name], took[name])
+            ratios.append(took["old"] / took["new"])
+        same = all(
+            bool(jnp.array_equal(a, b))
+            for a, b in zip(*(jax.tree.leaves(r.carry) for r in runners.values()), strict=True)
+        )
+        print(
+            f"d = {d}, batch = {batch}: old {best['old'] * 1e3:.4f} ms, new {best['new'] * 1e3:.4f}"
+            f" ms per step; old/new best {best['old'] / best['new']:.2f}, median paired "
+            f"{np.median(ratios):.2f}; parameters bitwise equal: {same}"
+        )
+
+
 if __name__ == "__main__":
     args = sys.argv[1:] or ["split"]
     if args[0] == "devices":
@@ -173,6 +215,9 @@ if __name__ == "__main__":
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
     if args[0] == "_rate":
         print(_draw_rate(args[1], int(args[2]), int(args[3])))
+    elif args[0] == "draw-ab":
+        pairs = [tuple(int(v) for v in a.split("x")) for a in args[1:]]
+        draw_ab(pairs or [(512, 64), (64, 1), (64, 64), (256, 64)])
     else:
         size = [int(a) for a in args[1:3]] or [512, 64]
         {"split": split, "prng": prng, "devices": devices}[args[0]](*size)
