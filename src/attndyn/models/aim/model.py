@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from attndyn.core import fastrandom
 from attndyn.errors import InputError
 
 SQRT2 = float(np.sqrt(2.0))
@@ -143,8 +144,9 @@ def covariance_root(C: list[list[float]] | None, L: int) -> np.ndarray | None:
 
 
 def sample_tokens(key: jax.Array, n: int, L: int, d: int, root, dtype) -> jax.Array:
-    """n token matrices X ∈ R^{L×d} with X ~ N(0, C ⊗ I_d)."""
-    z = jax.random.normal(key, (n, L, d), dtype=dtype)
+    """n token matrices X ∈ R^{L×d} with X ~ N(0, C ⊗ I_d) (the draws of ``jax.random.normal``,
+    with the hash unrolled: :mod:`attndyn.core.fastrandom`)."""
+    z = fastrandom.normal(key, (n, L, d), dtype=dtype)
     if root is None:
         return z
     return jnp.einsum("ij,bjd->bid", jnp.asarray(root, dtype), z)
