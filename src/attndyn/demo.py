@@ -59,7 +59,7 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
     scale = d_val**2 * np.log(d_val)
     theory = {"direct S": direct_th}
     tied_label = "tied S = WWᵀ" + (
-        "" if tied_th is not None else " (no theory: its matrix flow takes tens of s at this d)"
+        "" if tied_th is not None else " (theory not drawn: slow at this d)"
     )
     if tied_th is not None:
         theory[tied_label] = tied_th
@@ -74,6 +74,7 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
         ylabel="structural overlap p₁₂ = q₁₂ − t₁t₂",
         title=f"AIM, h2 activation, L = 1, d = {d_val}: tied recovers, direct S is trapped",
         theory=theory,
+        legend_loc="upper left",
     )
     return DemoResult(tied, direct, figure, store.root, int(reused_t) + int(reused_d))
 

@@ -55,6 +55,7 @@ def plot_observable(
     title: str | None = None,
     xscale: str = "linear",
     theory: Mapping[str, xr.Dataset] | None = None,
+    legend_loc: str = "best",
 ) -> Path:
     """One observable against a time coordinate: thin lines per seed, a thick mean over the
     seeds that are finite at each time (diverged seeds are NaN from their divergence on; the
@@ -88,7 +89,7 @@ def plot_observable(
     if title:
         ax.set_title(title, fontsize=10)
     ax.axhline(0.0, color="0.6", lw=0.6)
-    ax.legend(frameon=False, title=PER_SEED_NOTE, title_fontsize=8)
+    ax.legend(frameon=False, title=PER_SEED_NOTE, title_fontsize=8, loc=legend_loc)
     return save_figure(fig, path)
 
 
