@@ -5,6 +5,7 @@ making them, and their estimated cost.
   counts stored runs as free on a second look;
 - ``--json`` carries the plan; bad input exits 2 with one line; above ``--max-hours`` a run
   needs ``--yes``;
+- an experiment whose ``run()`` needs a run's values stops with a partial list that says so;
 - the calibrated estimate of two runs of one program (one calibration, the other scaled by its
   steps) is within a factor of 2 of the measured time of the same runs.
 """
@@ -18,7 +19,8 @@ import pytest
 from helpers import cli
 
 from attndyn import runs
-from attndyn.experiments.dryrun import DryRunContext, plan_experiment
+from attndyn.experiments import Experiment, ExperimentConfig
+from attndyn.experiments.dryrun import DryRunContext, plan_experiment, summary_lines
 from attndyn.experiments.runner import run_experiment
 from attndyn.store import Store
 
@@ -126,3 +128,36 @@ def test_estimates_of_one_program_match_the_measured_runs(tmp_path):
         measured.append(time.perf_counter() - start)
     ratios = [e / m for e, m in zip(estimates, measured, strict=True)]
     assert all(0.5 <= r <= 2 for r in ratios), (estimates, measured)
+
+
+class _AdaptiveConfig(ExperimentConfig):
+    seeds: int = 1
+
+
+class _Adaptive(Experiment):
+    """Chooses its second run from a value of its first: a dry run cannot go on."""
+
+    name = "adaptive"
+    description = "picks the second run's horizon from the first run's loss"
+    Config = _AdaptiveConfig
+    presets = {"tiny": {}, "small": {}, "paper": {}}
+
+    def run(self, config, ctx):
+        first = ctx.simulate("aim", **TINY_AIM)
+        steps = int(first["loss"].values[0, -1] * 100)  # NaN in a dry run: ValueError
+        return {"second": ctx.simulate("aim", **{**TINY_AIM, "t_max": 0.01 * (1 + steps)})}
+
+
+TINY_AIM = dict(d=8, t_max=0.02, records=4, batch=4, seeds=1)
+
+
+def test_a_run_that_needs_values_gives_a_partial_plan(tmp_path, monkeypatch):
+    from attndyn.experiments import runner
+
+    monkeypatch.setattr(runner, "get_experiment", lambda name: _Adaptive())
+    plan = plan_experiment("adaptive", "tiny", out=tmp_path / "results")
+    assert not plan.complete and plan.stopped.startswith("ValueError")
+    (run,) = plan.runs
+    assert run.run_id == runs.run_id("aim", runs.family_config("aim", TINY_AIM))
+    assert plan.as_json()["complete"] is False
+    assert any(line.startswith("partial:") for line in summary_lines(plan))
