@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
 import pytest
 from helpers import cli
 
@@ -116,16 +117,21 @@ def test_estimates_of_one_program_match_the_measured_runs(tmp_path):
     base = dict(d=48, batch=8, seeds=2, records=20, activation="h2", lr=0.05)
     configs = [runs.family_config("aim", {**base, "t_max": t}) for t in (0.25, 1.0)]
     ctx = DryRunContext(Store(tmp_path / "results"))
-    for cfg in configs:
-        ctx.simulate_config("aim", cfg)
+    placeholders = [ctx.simulate_config("aim", cfg) for cfg in configs]
     assert len(ctx.programs) == 1 and [r.program for r in ctx.runs] == [0, 0]
     estimates = [r.seconds for r in ctx.runs]
     store = Store(tmp_path / "results")
     measured = []
-    for cfg in configs:
+    for cfg, placeholder in zip(configs, placeholders, strict=True):
         start = time.perf_counter()
-        runs.simulation("aim", cfg, store)
+        traj, _ = runs.simulation("aim", cfg, store)
         measured.append(time.perf_counter() - start)
+        # the placeholder: the run's observables, dims and coordinates, NaN values
+        assert set(placeholder.data_vars) == set(traj.data_vars)
+        assert dict(placeholder.sizes) == dict(traj.sizes)
+        for name in traj.coords:
+            np.testing.assert_allclose(placeholder[name].values, traj[name].values)
+        assert all(np.isnan(placeholder[v].values).all() for v in placeholder.data_vars)
     ratios = [e / m for e, m in zip(estimates, measured, strict=True)]
     assert all(0.5 <= r <= 2 for r in ratios), (estimates, measured)
 
