@@ -2,9 +2,9 @@
 
 :func:`calibrate` runs the family's own ``simulate`` on the same config at a reduced horizon
 (``t_max`` scaled so the run takes n optimiser steps, two linear record points), first n = 16,
-then ×16 (at least ×2, less where the last call's pace says fewer steps take ``2·enough_s``)
-until the steps added since the first call take ``enough_s`` or n reaches the config's
-``total_steps``. JAX's compile events (tracing, lowering, XLA compile or cache retrieval) are
+then ×16 (at least ×2, less where the last call's pace says that would take over
+``8·enough_s``) until the steps added since the first call take ``enough_s`` or n reaches the
+config's ``total_steps``. JAX's compile events (tracing, lowering, XLA compile or cache retrieval) are
 timed and taken out, so the per-step time is measured after compilation; the last two calls
 give the per-step slope and the fixed overhead (build, init, recording). The estimate is
 
@@ -212,10 +212,10 @@ def try_calibrate(
 
 
 def _next_steps(n: int, seconds: float, enough_s: float) -> int:
-    """The next calibration length: ×``GROWTH``, but not much beyond what takes ``2·enough_s``
-    at the last call's pace (which counts its overhead as steps, so it undershoots), and at
-    least ×2: a slow step (a large model) is not run 16 times longer than needed."""
-    paced = math.ceil(n * 2 * enough_s / seconds) if seconds > 0 else n * GROWTH
+    """The next calibration length: ×``GROWTH``, but at least ×2 and no more than takes
+    ``8·enough_s`` at the last call's pace (which counts its overhead as steps): a slow step (a
+    large model) is not run 16 times longer than needed."""
+    paced = math.ceil(n * 8 * enough_s / seconds) if seconds > 0 else n * GROWTH
     return max(2 * n, min(n * GROWTH, paced))
 
 
