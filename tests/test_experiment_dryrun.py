@@ -31,11 +31,11 @@ SOLVABLE_ARGS = ["--set", "d=[16, 32]", "--seeds", "2"]
 
 @pytest.mark.parametrize(
     ("name", "overrides"),
-    [("aim-solvable", SOLVABLE), ("circuits-ode", {}), ("langevin-plateau", {})],
+    [("aim-solvable", SOLVABLE), ("circuits-ode", {}), ("circuits-fixed-attention", {})],
 )
 def test_the_dry_run_lists_the_runs_the_real_run_stores(tmp_path, name, overrides):
-    """aim-solvable: simulations; circuits-ode: theory runs; langevin-plateau: simulations and
-    experiment-computed runs (a Newton minimiser: listed, not estimated)."""
+    """aim-solvable: simulations; circuits-ode: theory runs; circuits-fixed-attention:
+    experiment-computed runs (the fixed-attention model: listed, not estimated)."""
     out = tmp_path / "results"
     plan = plan_experiment(name, "tiny", overrides, out=out)
     assert plan.complete, plan.stopped
@@ -104,6 +104,7 @@ def test_a_run_above_max_hours_needs_yes(tmp_path, monkeypatch, capsys):
     assert code == 2 and stdout == ""
     (line,) = stderr.strip().splitlines()
     assert "is estimated at" in line and "above --max-hours 1e-09" in line and "--yes" in line
+    assert "(tiny, 1 runs found so far)" in line  # the estimate stops once above the limit
     assert not (out / "runs").exists() or not list((out / "runs").iterdir())
     code, stdout, stderr = cli(monkeypatch, capsys, *args, "--max-hours", "1e-9", "--yes")
     assert code == 0, stderr

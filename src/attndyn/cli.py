@@ -334,11 +334,11 @@ def _experiment_plan(name, preset, values, out, force, control, dry_run, max_hou
     check_max_hours(max_hours)
     if not dry_run:
         Store(out).check_writable()  # NotWritable (exit 2) before calibrating
-    below = None if dry_run else max_hours * 3600
-    plan = plan_experiment(name, preset, values, out, force, control, below=below)
+    limit = None if dry_run else max_hours * 3600
+    plan = plan_experiment(name, preset, values, out, force, control, below=limit, limit=limit)
     if not dry_run:
-        what = f"experiment {name} ({preset}, {len(plan.runs)} runs)"
-        return confirm(plan.seconds, max_hours, False, what)
+        runs = f"{len(plan.runs)} runs" + ("" if plan.complete else " found so far")
+        return confirm(plan.seconds, max_hours, False, f"experiment {name} ({preset}, {runs})")
     if as_json:
         print(json.dumps(json_safe(plan.as_json())))
         return

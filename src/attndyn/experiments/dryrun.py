@@ -141,6 +141,10 @@ class ExperimentPlan:
         }
 
 
+class OverLimit(Exception):  # noqa: N818 - a stop signal, not an error
+    """The runs found so far are already estimated above the limit: the dry run stops."""
+
+
 def _program_key(family: str, config: BaseModel) -> str:
     values = {k: v for k, v in canonical(config).items() if k not in PROGRAM_FREE}
     return json.dumps({"family": family, "config": values}, sort_keys=True)
@@ -155,6 +159,7 @@ class DryRunContext:
     force: bool = False
     below: float | None = None
     enough_s: float | None = None
+    limit: float | None = None  # stop (OverLimit) once the estimate passes it
     runs: list[PlannedRun] = field(default_factory=list)
     programs: list[dict[str, Any]] = field(default_factory=list)
     _keys: dict[str, int] = field(default_factory=dict)
@@ -189,7 +194,10 @@ class DryRunContext:
             "simulation", family, rid, False, canonical(config), config.total_steps, config.seeds
         )
         probe = self._calibrated(family, config, run)
-        return self._record(run, simulation_placeholder(family, config, probe))
+        traj = self._record(run, simulation_placeholder(family, config, probe))
+        if self.limit is not None and sum(r.seconds or 0.0 for r in self.runs) > self.limit:
+            raise OverLimit
+        return traj
 
     def predict(self, family: str, **values) -> xr.Dataset:
         from attndyn import runs
@@ -362,21 +370,27 @@ def plan_experiment(
     *,
     below: float | None = None,
     enough_s: float | None = None,
+    limit: float | None = None,
 ) -> ExperimentPlan:
     """The runs ``run_experiment`` would make with the same arguments, and their estimated
     cost (module doc). Reads the store, writes nothing. ``below``: a time limit in seconds; each
-    calibration may stop as soon as its run is surely under it (an upper bound then)."""
+    calibration may stop as soon as its run is surely under it (an upper bound then).
+    ``limit``: stop as soon as the runs found are estimated above it (a partial plan, its
+    ``stopped`` says so)."""
     from attndyn.experiments.runner import experiment_config
     from attndyn.store import Store
 
     exp, config = experiment_config(name, preset, overrides or {}, control)
-    ctx = DryRunContext(Store(out), force, below, enough_s)
+    ctx = DryRunContext(Store(out), force, below, enough_s, limit)
     plan = ExperimentPlan(name, preset, control, json.loads(config.model_dump_json()))
     start = time.perf_counter()
     try:
         exp.run(config, ctx)
     except InputError:
         raise
+    except OverLimit:
+        plan.complete = False
+        plan.stopped = f"the runs found are already estimated above {limit:g} s"
     except Exception as exc:  # noqa: BLE001 - run() needed values the placeholders lack
         plan.complete = False
         plan.stopped = " ".join(f"{type(exc).__name__}: {exc}".split())
