@@ -42,7 +42,10 @@ def dry_run(name: str, timeout: float) -> dict:
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
         return {"experiment": name, "error": f"exit {proc.returncode}: {tail}", "wall_s": wall}
-    return json.loads(proc.stdout) | {"wall_s": wall}
+    plan = json.loads(proc.stdout) | {"wall_s": wall}
+    for run in plan["runs"]:  # the run ids name them; the configs would make the file large
+        run.pop("config", None)
+    return plan
 
 
 def duration(seconds: float) -> str:
@@ -76,10 +79,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=200.0)
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument(
+        "--update", action="store_true", help="redo --only NAMEs, keep the other rows of the JSON"
+    )
     args = parser.parse_args()
     from attndyn.experiments import experiment_names
 
     names = args.only or experiment_names()
+    kept = json.loads(RAW.read_text()) if args.update else []
     plans = []
     load_before = os.getloadavg()
     started = datetime.now(UTC)
@@ -88,6 +95,8 @@ def main() -> None:
         plans.append(dry_run(name, args.timeout))
         print(f"  {row(plans[-1])}", file=sys.stderr, flush=True)
     load_after = os.getloadavg()
+    redone = {p["experiment"]: p for p in plans}
+    plans = [redone.pop(p["experiment"], p) for p in kept] + list(redone.values())
     RAW.write_text(json.dumps(plans, indent=1, default=str) + "\n")
     total = sum(p.get("seconds", 0.0) for p in plans)
     lines = [
