@@ -28,7 +28,7 @@ def attndyn(*args, timeout=600):
 def _run(name, sets, tmp_path):
     args = [x for kv in sets for x in ("--set", kv)]
     out = str(tmp_path / "r")
-    proc = attndyn("run", name, *args, "--out", out, "--json")
+    proc = attndyn("run", name, *args, "--out", out, "--json", "--yes")  # no time check
     assert proc.returncode == 0, proc.stderr
     outcome = json.loads(proc.stdout)
     rows = json.loads(

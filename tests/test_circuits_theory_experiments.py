@@ -20,7 +20,7 @@ def test_circuits_ode_json_crossings(tmp_path):
     out = tmp_path / "r"
     proc = subprocess.run(
         [sys.executable, "-m", "attndyn", "run", "circuits-ode", "--strict", "--json",
-         "--out", str(out), "--set", "fig_thresholds=6", "--set", "records=20"],
+         "--out", str(out), "--set", "fig_thresholds=6", "--set", "records=20", "--yes"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

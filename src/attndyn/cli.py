@@ -277,6 +277,12 @@ def run(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the outcome as JSON")] = False,
     progress: ProgressOpt = True,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="list the runs with steps, memory and time; run nothing"),
+    ] = False,
+    yes: YesOpt = False,
+    max_hours: MaxHoursOpt = 1.0,
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
     from attndyn.experiments.runner import run_experiment
@@ -285,6 +291,11 @@ def run(
     values = _values(set_, seeds)
     if seed is not None:
         values["seed"] = seed
+    # a tiny preset as declared runs in seconds (the test suite runs them all): not checked
+    if dry_run or not (yes or (preset == "tiny" and not values)):
+        _experiment_plan(name, preset, values, out, force, control, dry_run, max_hours, as_json)
+        if dry_run:
+            return
     with shown(on_terminal(progress, as_json), count="runs"):
         outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
     if as_json:
@@ -312,6 +323,29 @@ def run(
         )
     if strict and not outcome.strict_ok:
         raise typer.Exit(1)
+
+
+def _experiment_plan(name, preset, values, out, force, control, dry_run, max_hours, as_json):
+    """``run --dry-run``: the runs and their estimate; otherwise the --max-hours check."""
+    from attndyn.estimate import check_max_hours, confirm
+    from attndyn.experiments.dryrun import COLUMNS, plan_experiment, plan_rows, summary_lines
+    from attndyn.store import Store
+
+    check_max_hours(max_hours)
+    if not dry_run:
+        Store(out).check_writable()  # NotWritable (exit 2) before calibrating
+    limit = None if dry_run else max_hours * 3600
+    plan = plan_experiment(name, preset, values, out, force, control, below=limit, limit=limit)
+    if not dry_run:
+        runs = f"{len(plan.runs)} runs" + ("" if plan.complete else " found so far")
+        return confirm(plan.seconds, max_hours, False, f"experiment {name} ({preset}, {runs})")
+    if as_json:
+        print(json.dumps(json_safe(plan.as_json())))
+        return
+    title = f"{name} ({preset}{', control ' + control if control else ''}): dry run"
+    _print_fitted(COLUMNS, plan_rows(plan), title, "every field: --json")
+    for line in summary_lines(plan):
+        print(line)
 
 
 @app.command()

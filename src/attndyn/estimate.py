@@ -2,14 +2,17 @@
 
 :func:`calibrate` runs the family's own ``simulate`` on the same config at a reduced horizon
 (``t_max`` scaled so the run takes n optimiser steps, two linear record points), first n = 16,
-then ×16 until the steps added since the first call take ``enough_s`` or n reaches the
+then ×16 (at least ×2, less where the last call's pace says that would take over
+``8·enough_s``) until the steps added since the first call take ``enough_s`` or n reaches the
 config's ``total_steps``. JAX's compile events (tracing, lowering, XLA compile or cache retrieval) are
 timed and taken out, so the per-step time is measured after compilation; the last two calls
 give the per-step slope and the fixed overhead (build, init, recording). The estimate is
 
     compile + overhead + per-step time × total_steps
 
-(record points beyond two are not timed: each costs one observation, usually far less than the
+and ``recompile_s`` (a later call's compile events: tracing again and, with JAX's persistent
+cache, reading the compiled program back) is what a run of the same program costs once the
+calibration has compiled it (record points beyond two are not timed: each costs one observation, usually far less than the
 steps between them). When the calibration reaches ``total_steps`` it *is* the run, and the
 estimate is its measured time. docs/sweeps.md, "Estimates and the time limit", describes how
 the CLI uses it (``--dry-run``, ``--max-hours``, ``--yes``).
@@ -17,6 +20,7 @@ the CLI uses it (``--dry-run``, ``--max-hours``, ``--yes``).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -57,6 +61,7 @@ class RunEstimate:
     calibration_steps: int
     calibration_s: float
     exact: bool
+    recompile_s: float | None = None  # a later call's compile events: the cost once cached
 
     @property
     def seed_steps(self) -> int:
@@ -136,6 +141,19 @@ def calibrate(
     """Estimate ``config``'s run (vmapped over ``seeds``, default its own) from short runs of
     the family's ``simulate`` (module doc). With ``below``, stop as soon as the estimate is
     surely under ``below`` seconds (an upper bound then: the overhead counted per step)."""
+    return calibrate_with_probe(family, config, seeds, enough_s=enough_s, below=below)[0]
+
+
+def calibrate_with_probe(
+    family: str,
+    config: Any,
+    seeds: Sequence[int] | None = None,
+    *,
+    enough_s: float = ENOUGH_S,
+    below: float | None = None,
+) -> tuple[RunEstimate, Any]:
+    """:func:`calibrate` and the Trajectory of its last short run (the run's observables and
+    coordinates on a two-point grid: an experiment's dry run builds its placeholders from it)."""
     from attndyn.models import get_family
 
     module = get_family(family)
@@ -143,19 +161,21 @@ def calibrate(
     n_seeds = config.seeds if seeds is None else len(seeds)
     points: list[tuple[int, float]] = []
     compile_s = spent = 0.0
+    recompile: list[float] = []
     n, traj = min(total, FIRST_STEPS), None
     while True:
         cfg = reduced(family, config, n)
         wall, comp, traj = _timed(lambda cfg=cfg: module.simulate(cfg, seeds=seeds))
         spent += wall
         compile_s = compile_s or comp  # the first call compiles; later ones hit the cache
+        recompile.append(comp)
         n_done = cfg.total_steps
         points.append((n_done, max(wall - comp, 0.0)))
         if n_done >= total or points[-1][1] - points[0][1] >= enough_s:
             break
         if below is not None and compile_s + points[-1][1] / n_done * total < below:
             break
-        n = min(total, n * GROWTH)
+        n = min(total, _next_steps(n, points[-1][1], enough_s))
     exact = points[-1][0] >= total
     step_s, overhead_s = _fit(points)
     seconds = compile_s + (points[-1][1] if exact else overhead_s + step_s * total)
@@ -163,7 +183,7 @@ def calibrate(
         traj.sizes.get("seed", 1) * traj.sizes.get("time", 1), 1
     )
     records = record_count(config)
-    return RunEstimate(
+    est = RunEstimate(
         steps=total,
         seeds=n_seeds,
         records=records,
@@ -175,7 +195,9 @@ def calibrate(
         calibration_steps=points[-1][0],
         calibration_s=spent,
         exact=exact,
+        recompile_s=recompile[1] if len(recompile) > 1 else compile_s,
     )
+    return est, traj
 
 
 def try_calibrate(
@@ -187,6 +209,14 @@ def try_calibrate(
         return calibrate(family, config, seeds, **kwargs), None
     except Exception as exc:  # noqa: BLE001 - any failure of the family's own code
         return None, " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def _next_steps(n: int, seconds: float, enough_s: float) -> int:
+    """The next calibration length: ×``GROWTH``, but at least ×2 and no more than takes
+    ``8·enough_s`` at the last call's pace (which counts its overhead as steps): a slow step (a
+    large model) is not run 16 times longer than needed."""
+    paced = math.ceil(n * 8 * enough_s / seconds) if seconds > 0 else n * GROWTH
+    return max(2 * n, min(n * GROWTH, paced))
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
