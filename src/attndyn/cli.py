@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -92,14 +92,13 @@ def _final_summary(traj, names) -> dict[str, dict[str, float]]:
     """Mean and std over the finite seeds (diverged seeds are NaN) at the final time of the
     observables ``names`` that the run has (the family's or its theory's ``SUMMARY``); its first
     10 observables if it has none. NaN when no seed is finite."""
+    from attndyn.overview import final_values
+
     shown = [n for n in names if n in traj] or list(traj.data_vars)[:10]
-    out = {}
-    for name in shown:
-        final = np.asarray(traj[name].isel(time=-1).values, dtype=float).reshape(-1)
-        final = final[np.isfinite(final)]
-        mean, std = (np.mean(final), np.std(final)) if final.size else (np.nan, np.nan)
-        out[name] = {"mean": float(mean), "std": float(std)}
-    return out
+    return {
+        name: {k: math.nan if stats[k] is None else stats[k] for k in ("mean", "std")}
+        for name, stats in final_values(traj, shown).items()
+    }
 
 
 @app.command()

@@ -46,11 +46,12 @@ def resolve(store: Store, prefix: str) -> str:
     )
 
 
-def final_values(traj) -> dict[str, dict[str, float | int]]:
-    """Per observable at the last record point: mean and std over the finite seeds and how
-    many seeds are finite (a theory run: its value, std 0)."""
+def final_values(traj, names=None) -> dict[str, dict[str, float | int | None]]:
+    """Per observable (``names``, default all, sorted) at the last record point: mean and std
+    over the finite seeds (None when no seed is finite) and how many seeds are finite (a theory
+    run: its value, std 0)."""
     out = {}
-    for name in sorted(traj.data_vars):
+    for name in sorted(traj.data_vars) if names is None else names:
         last = np.asarray(traj[name].isel(time=-1).values, dtype=float).reshape(-1)
         finite = last[np.isfinite(last)]
         mean, std = (float(np.mean(finite)), float(np.std(finite))) if finite.size else (None, None)
