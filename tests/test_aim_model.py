@@ -206,3 +206,34 @@ def test_non_identity_covariance_is_used_in_sampling():
     x = np.asarray(model.sample_tokens(jax.random.PRNGKey(0), 4000, 2, 50, root, jnp.float32))
     emp = np.einsum("nid,njd->ij", x, x) / (4000 * 50)
     np.testing.assert_allclose(emp, C, atol=0.03)
+
+
+@pytest.mark.parametrize("L", [2, model.SMALL_L + 2])
+@pytest.mark.parametrize("kind", ["F", "S", "UV"])
+def test_forms_match_dense_quadratic_forms(kind, L):
+    """G_ijk = (x_iᵀ S_k x_j − c C_ij Tr S_k)/√d (P1 Eq. 7) against dense float64 numpy, on the
+    elementwise path (L ≤ SMALL_L) and the batched-matmul path."""
+    rng = np.random.default_rng(L)
+    B, K, d, r = 3, 2, 7, 4
+    x = rng.standard_normal((B, L, d))
+    cov = np.eye(L) + 0.3 * (np.ones((L, L)) - np.eye(L))
+    if kind == "F":
+        F = rng.standard_normal((K, d, r))
+        side, S = {"F": F}, F @ np.swapaxes(F, 1, 2)
+    elif kind == "S":
+        S = rng.standard_normal((K, d, d))
+        side = {"S": S}
+    else:
+        U, V = rng.standard_normal((K, d, r)), rng.standard_normal((K, d, r))
+        side, S = {"U": U, "V": V}, U @ np.swapaxes(V, 1, 2)
+    for centred in (False, True):
+        want = np.einsum("bid,kde,bje->bkij", x, S, x)
+        if centred:
+            want = want - np.trace(S, axis1=1, axis2=2)[None, :, None, None] * cov
+        got = model.forms(
+            {n: jnp.asarray(v, jnp.float32) for n, v in side.items()},
+            jnp.asarray(x, jnp.float32),
+            jnp.asarray(cov, jnp.float32),
+            centred,
+        )
+        np.testing.assert_allclose(np.asarray(got), want / np.sqrt(d), rtol=1e-4, atol=1e-4)
