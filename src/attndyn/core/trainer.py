@@ -93,16 +93,17 @@ def seed_keys(seeds: np.ndarray) -> tuple[jax.Array, jax.Array]:
     return keys[:, 0], keys[:, 1]
 
 
-def make_proposal(problem: Problem) -> Callable:
-    """One step for one seed, unguarded: ``proposal(params, opt_state, state, data_key, k) ->
-    (params', opt_state', finite)`` with θ' = Π(θ + u), (u, opt_state') from ``problem.update`` on
-    ∇L (from ``problem.value_and_grad`` when given), and ``finite`` whether the loss and every
-    parameter of θ' are finite."""
+def make_step(problem: Problem) -> Callable:
+    """One step for one seed: ``step(carry, state, data_key, k) -> carry``.
+
+    θ ← Π(θ + u) with (u, opt_state) from ``problem.update`` on ∇L (from
+    ``problem.value_and_grad`` when given); a seed that turns non-finite keeps its carry."""
 
     value_and_grad = problem.value_and_grad or jax.value_and_grad(problem.loss)
     rule = optax.with_extra_args_support(problem.update)
 
-    def proposal(params, opt_state, state, data_key, k):
+    def step(carry, state, data_key, k):
+        params, opt_state, div = carry
         step_key = jax.random.fold_in(data_key, k)
         loss, grads = value_and_grad(params, state, problem.sample(step_key))
         updates, new_opt = rule.update(
@@ -114,51 +115,29 @@ def make_proposal(problem: Problem) -> Callable:
         finite = jnp.isfinite(loss)
         for theta in jax.tree.leaves(new):
             finite &= jnp.isfinite(jnp.sum(theta))
-        return new, new_opt, finite
-
-    return proposal
-
-
-def make_step(problem: Problem) -> Callable:
-    """One step of every seed: ``step(carry, state, data_keys, k) -> carry`` (leading seed axis).
-
-    The seeds' proposals run under ``vmap``; a seed that turns non-finite keeps its carry and
-    records k as its diverged step. The keep-or-replace select runs only when some seed is frozen
-    (``lax.cond`` on the whole batch), so a healthy run makes no extra pass over its parameters.
-    """
-    proposal = jax.vmap(make_proposal(problem), in_axes=(0, 0, 0, 0, None))
-
-    def step(carry, state, data_keys, k):
-        params, opt_state, div = carry
-        new, new_opt, finite = proposal(params, opt_state, state, data_keys, k)
         div = jnp.where((div < 0) & ~finite, k, div)
         frozen = div >= 0
 
         def keep(new_leaf, old_leaf):
-            mask = frozen.reshape(frozen.shape + (1,) * (new_leaf.ndim - 1))
-            return jnp.where(mask, old_leaf, new_leaf)
+            return jnp.where(frozen, old_leaf, new_leaf)
 
-        def guarded():
-            return jax.tree.map(keep, new, params), jax.tree.map(keep, new_opt, opt_state)
-
-        params, opt_state = jax.lax.cond(jnp.any(frozen), guarded, lambda: (new, new_opt))
-        return Carry(params, opt_state, div)
+        return Carry(jax.tree.map(keep, new, params), jax.tree.map(keep, new_opt, opt_state), div)
 
     return step
 
 
 def make_advance(problem: Problem) -> Callable:
-    """The jitted run between record points, for all seeds (leading seed axis):
+    """The jitted run between record points, vmapped over seeds:
     ``advance(carry, state, data_keys, k0, k1) -> carry`` takes steps k0 … k1 − 1.
 
     k0 and k1 are traced, so one compilation serves every segment of a record grid.
     """
     step = make_step(problem)
 
-    def advance(carry, state, data_keys, k0, k1):
-        return jax.lax.fori_loop(k0, k1, lambda k, c: step(c, state, data_keys, k), carry)
+    def advance_one(carry, state, data_key, k0, k1):
+        return jax.lax.fori_loop(k0, k1, lambda k, c: step(c, state, data_key, k), carry)
 
-    return jax.jit(advance)
+    return jax.jit(jax.vmap(advance_one, in_axes=(0, 0, 0, None, None)))
 
 
 def init_seeds(problem: Problem, seeds: np.ndarray) -> tuple[Carry, Any, jax.Array]:
