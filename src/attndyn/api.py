@@ -19,7 +19,6 @@ import pandas as pd
 import xarray as xr
 
 from attndyn import runs
-from attndyn.core import devices as core_devices
 from attndyn.experiments.runner import ExperimentOutcome, run_experiment
 from attndyn.progress import shown
 from attndyn.store import Store, connect, queries, results_dir
@@ -37,6 +36,8 @@ def on_devices(n: int | None) -> AbstractContextManager[None]:
     Raises:
         InputError: ``n`` out of range (checked here, before the context is entered).
     """
+    from attndyn.core import devices as core_devices  # JAX: imported when asked for
+
     core_devices.check(n)
     return core_devices.using(n)
 

@@ -11,7 +11,8 @@ The count n is, in order: the one requested with :func:`using` (``--devices N`` 
 environment variable ``ATTNDYN_DEVICES``, or the automatic choice: 1 on CPU (two XLA host devices
 on two cores were no faster, BENCHMARKS.md, "Seeds over devices") and every visible device on a
 GPU or TPU. It is then lowered to the largest divisor of the seed count S that does not exceed it
-(every device holds the same number of seeds; one line on stderr says so). A count above the
+(every device holds the same number of seeds; one line on stderr says so when the count was
+asked for). A count above the
 visible devices is an InputError. On CPU there is one device unless
 ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` is set before JAX is imported.
 
@@ -99,15 +100,19 @@ def count(n_seeds: int) -> int:
     """Devices to shard ``n_seeds`` seeds over: the largest divisor of ``n_seeds`` that is at most
     the requested (or automatic) count; a lowered request is said on stderr."""
     want = requested()
-    target = automatic() if want is None else want
-    n = max((d for d in range(1, min(target, max(n_seeds, 1)) + 1) if n_seeds % d == 0), default=1)
-    if want is not None and n < want:
+    n = largest_divisor(n_seeds, automatic() if want is None else want)
+    if want is not None and n < want:  # the automatic choice lowers silently (attrs say it)
         print(
             f"note: {n_seeds} seeds sharded over {n} of the {want} devices asked for "
             "(the largest divisor of the seed count)",
             file=sys.stderr,
         )
     return n
+
+
+def largest_divisor(n: int, at_most: int) -> int:
+    """The largest d ≤ ``at_most`` dividing ``n`` (1 for n ≤ 1)."""
+    return max((d for d in range(1, min(at_most, n) + 1) if n % d == 0), default=1)
 
 
 def mesh(n: int) -> Mesh:
