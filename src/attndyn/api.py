@@ -34,11 +34,15 @@ def on_devices(n: int | None) -> AbstractContextManager[None]:
             config or id: results agree across device counts up to float rounding.
 
     Raises:
-        InputError: ``n`` out of range (checked here, before the context is entered).
+        InputError: ``n`` (or ``$ATTNDYN_DEVICES``) out of range, checked here, before the
+            context is entered.
     """
     from attndyn.core import devices as core_devices  # JAX: imported when asked for
 
-    core_devices.check(n)
+    if n is None:
+        core_devices.requested()  # checks $ATTNDYN_DEVICES
+    else:
+        core_devices.check(n)
     return core_devices.using(n)
 
 

@@ -371,12 +371,13 @@ def demo(
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute stored runs")] = False,
     progress: ProgressOpt = True,
+    devices: DevicesOpt = None,
 ) -> None:
     """The showcase run: see attndyn.demo (the README's first command)."""
     from attndyn.demo import show_demo
     from attndyn.progress import on_terminal, shown
 
-    with shown(on_terminal(progress), count="runs"):
+    with shown(on_terminal(progress), count="runs"), _on_devices(devices):
         show_demo(console, out, force)
 
 

@@ -57,8 +57,8 @@ def check(n: int | None, field: str = "--devices") -> int | None:
             else ""
         )
         raise InputError(
-            f"invalid value for '{field}': must be 1 … {top}, the {jax.default_backend()} "
-            f"devices visible (got {n!r}){hint}"
+            f"invalid value for '{field}': must be 1 … {top} (JAX sees {top} "
+            f"{jax.default_backend()} device{'s' if top > 1 else ''}; got {n!r}){hint}"
         )
     return n
 
