@@ -12,8 +12,9 @@ record grid. Steps between record points run in jitted ``fori_loop`` chunks of a
 :data:`attndyn.core.progress.TARGET_S` wall seconds each (the trip count is traced: one
 compilation serves every chunk), so that progress is reported and Ctrl-C is honoured between
 chunks; the chunking does not change the trajectory. Seeds run in parallel under ``vmap``, their
-arrays sharded over the devices that :func:`attndyn.core.devices.count` chooses. A seed whose loss or parameters become non-finite is frozen (parameters
-and optimiser state) at its last finite values and marked with the step at which it diverged;
+arrays sharded over the devices that :func:`attndyn.core.devices.count` chooses. A seed whose
+loss or parameters become non-finite is frozen (parameters and optimiser state) at its last
+finite values and marked with the step at which it diverged;
 the run completes, and the Trajectory stores the seed's later records as missing
 (:func:`attndyn.core.trajectory.mark_divergence`, which also marks non-finite or overflowing
 observables).
