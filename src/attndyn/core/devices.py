@@ -12,12 +12,12 @@ environment variable ``ATTNDYN_DEVICES``, or the automatic choice: 1 on CPU (two
 on two cores were no faster, BENCHMARKS.md, "Seeds over devices") and every visible device on a
 GPU or TPU. It is then lowered to the largest divisor of the seed count S that does not exceed it
 (every device holds the same number of seeds; one line on stderr says so when the count was
-asked for). A count above the
-visible devices is an InputError. On CPU there is one device unless
-``XLA_FLAGS=--xla_force_host_platform_device_count=N`` is set before JAX is imported.
+asked for). A count above the visible devices is an InputError. On CPU there is one device
+unless ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` is set before JAX is imported.
 
-The count is not part of a run's config or id; :func:`simulate_problem` records the count used
-in the Trajectory's attrs (``devices``).
+The count is not part of a run's config or id; the trainer and the flow integrator return it
+(``RunResult.devices``) and :func:`attndyn.core.simulate.simulate_problem` records it in the
+Trajectory's attrs (``devices``). Documented in docs/sweeps.md, "Seeds over devices".
 """
 
 from __future__ import annotations
