@@ -14,7 +14,8 @@ full step. ``prng``: normals/s of the same draw (per seed under vmap, key ``fold
 per step, as the trainer derives it) under JAX's threefry2x32, rbg and unsafe_rbg and with the
 unrolled hash, each in its own process (the implementation is a process-wide setting).
 ``devices``: the trainer's ``advance`` on one device and with the seed axis sharded over two XLA
-host devices (``--xla_force_host_platform_device_count=2``, ``jax.sharding``), interleaved: ms
+host devices (``--xla_force_host_platform_device_count=2``, :func:`attndyn.core.devices.shard`,
+as ``--devices 2`` places them), interleaved: ms
 per step, CPUs used (process CPU s per wall s) and the largest parameter difference.
 ``draw-ab``: the trainer's ``advance`` with the token draw through ``jax.random.normal`` (old) and
 through :mod:`attndyn.core.fastrandom` (new), interleaved, 15 rounds: old/new time per step (best
@@ -142,8 +143,7 @@ def prng(d: int, batch: int) -> None:
 
 
 def devices(d: int, batch: int) -> None:
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
-
+    from attndyn.core.devices import shard
     from attndyn.core.trainer import init_seeds, make_advance
     from attndyn.models.aim import build
     from attndyn.models.aim.bench import bench_config
@@ -151,8 +151,7 @@ def devices(d: int, batch: int) -> None:
     problem = build(bench_config(d, batch))
     advance = make_advance(problem)
     one = init_seeds(problem, np.arange(SEEDS))
-    mesh = Mesh(np.array(jax.devices()[:2]), ("seed",))
-    two = jax.device_put(one, NamedSharding(mesh, PartitionSpec("seed")))
+    two = shard(one, 2)
     n = max(10, 30 * 512 * 64 // (d * batch))
     a, b = (jax.block_until_ready(advance(*args, 0, n)) for args in (one, two))
     diff = float(jnp.max(jnp.abs(a.params["W"] - b.params["W"])))

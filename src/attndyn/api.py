@@ -9,6 +9,7 @@ simulation and ``(time,)`` for theory.
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,35 @@ from attndyn.progress import shown
 from attndyn.store import Store, connect, queries, results_dir
 
 
+def on_devices(n: int | None) -> AbstractContextManager[None]:
+    """A context within which simulations shard their seeds over ``n`` devices.
+
+    Args:
+        n: 1 … the number of visible devices (``jax.device_count()``); None keeps the default
+            (``$ATTNDYN_DEVICES``, else 1 on CPU and every device on a GPU or TPU). The count used
+            is the largest divisor of the seed count up to ``n``. It is not part of a run's
+            config or id: results agree across device counts up to float rounding.
+
+    Raises:
+        InputError: ``n`` (or ``$ATTNDYN_DEVICES``) out of range, checked here, before the
+            context is entered.
+    """
+    from attndyn.core import devices as core_devices  # JAX: imported when asked for
+
+    if n is None:
+        core_devices.requested()  # checks $ATTNDYN_DEVICES
+    else:
+        core_devices.check(n)
+    return core_devices.using(n)
+
+
 def simulate(
     family: str,
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,
     progress: bool = False,
+    devices: int | None = None,
     **config: Any,
 ) -> xr.Dataset:
     """Simulate one configuration of ``family`` and return its Trajectory.
@@ -41,6 +65,8 @@ def simulate(
             config (the same run id) is read back instead of recomputed.
         force: recompute and overwrite even when the run is stored.
         progress: show a progress bar (steps done, ETA) on stderr while it runs.
+        devices: shard the seeds over this many devices (:func:`on_devices`); an execution
+            setting, not part of the config or the run id.
         **config: fields of the family's ``Config`` (``attndyn.models.<family>.Config``); fields
             not given take their defaults. ``seeds`` (S) and ``seed`` (s0) select the seeds
             s0, …, s0 + S − 1, run in parallel.
@@ -62,7 +88,7 @@ def simulate(
             field and what is allowed).
     """
     cfg = runs.family_config(family, config)
-    with shown(progress):
+    with shown(progress), on_devices(devices):
         traj, _ = runs.simulation(family, cfg, Store(out), force)
     return traj
 
@@ -116,6 +142,7 @@ def run(
     force: bool = False,
     control: str | None = None,
     progress: bool = False,
+    devices: int | None = None,
     **overrides: Any,
 ) -> ExperimentOutcome:
     """Run a registered experiment, check its claims, draw its figure and store its record.
@@ -130,6 +157,7 @@ def run(
         control: a negative control of the experiment (a deliberately wrong model or scaling,
             docs/claims.md): its overrides are applied last and its claims are expected to fail.
         progress: show on stderr how many runs are done and the current run's progress.
+        devices: shard each simulation's seeds over this many devices (:func:`on_devices`).
         **overrides: fields of the experiment's config, applied on top of the preset (``seed``:
             the seed offset, ``seeds``: their number).
 
@@ -146,7 +174,7 @@ def run(
     Raises:
         InputError: unknown experiment or preset, or a bad override.
     """
-    with shown(progress, count="runs"):
+    with shown(progress, count="runs"), on_devices(devices):
         return run_experiment(name, preset, overrides, out=out, force=force, control=control)
 
 

@@ -76,6 +76,21 @@ ProgressOpt = Annotated[
         "--progress/--no-progress", help="progress bar on stderr (on a terminal, without --json)"
     ),
 ]
+DevicesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--devices",
+        help="shard the seeds over N devices (default $ATTNDYN_DEVICES, else 1 on CPU, all on "
+        "a GPU); not part of the run id",
+    ),
+]
+
+
+def _on_devices(n: int | None):
+    """The ``--devices`` setting as a context (checked now: InputError, exit 2)."""
+    from attndyn.api import on_devices
+
+    return on_devices(n)
 
 
 def _values(set_: list[str] | None, seeds: int | None = None) -> dict:
@@ -115,6 +130,7 @@ def simulate(
     yes: YesOpt = False,
     max_hours: MaxHoursOpt = 1.0,
     progress: ProgressOpt = True,
+    devices: DevicesOpt = None,
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
     from attndyn import estimate, runs
@@ -123,6 +139,7 @@ def simulate(
     from attndyn.store import Store
 
     estimate.check_max_hours(max_hours)
+    on_devices = _on_devices(devices)
     config = runs.family_config(family, _values(set_, seeds))
     store = Store(out)
     rid = runs.run_id(family, config)
@@ -142,7 +159,7 @@ def simulate(
             return
         if est is not None:
             estimate.confirm(est.seconds, max_hours, yes, f"{family} run {rid}")
-    with shown(on_terminal(progress, as_json)):
+    with shown(on_terminal(progress, as_json)), on_devices:
         traj, reused = runs.simulation(family, config, store, force)
     rid = traj.attrs["run_id"]
     summary = _final_summary(traj, get_family(family).SUMMARY)
@@ -282,11 +299,13 @@ def run(
     ] = False,
     yes: YesOpt = False,
     max_hours: MaxHoursOpt = 1.0,
+    devices: DevicesOpt = None,
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
     from attndyn.experiments.runner import run_experiment
     from attndyn.progress import on_terminal, shown
 
+    on_devices = _on_devices(devices)
     values = _values(set_, seeds)
     if seed is not None:
         values["seed"] = seed
@@ -295,7 +314,7 @@ def run(
         _experiment_plan(name, preset, values, out, force, control, dry_run, max_hours, as_json)
         if dry_run:
             return
-    with shown(on_terminal(progress, as_json), count="runs"):
+    with shown(on_terminal(progress, as_json), count="runs"), on_devices:
         outcome = run_experiment(name, preset, values, out=out, force=force, control=control)
     if as_json:
         print(json.dumps(json_safe(outcome.as_json())))
@@ -352,12 +371,13 @@ def demo(
     out: OutOpt = None,
     force: Annotated[bool, typer.Option("--force", help="recompute stored runs")] = False,
     progress: ProgressOpt = True,
+    devices: DevicesOpt = None,
 ) -> None:
     """The showcase run: see attndyn.demo (the README's first command)."""
     from attndyn.demo import show_demo
     from attndyn.progress import on_terminal, shown
 
-    with shown(on_terminal(progress), count="runs"):
+    with shown(on_terminal(progress), count="runs"), _on_devices(devices):
         show_demo(console, out, force)
 
 
@@ -419,6 +439,7 @@ def sweep(
     ] = True,
     yes: YesOpt = False,
     max_hours: MaxHoursOpt = 1.0,
+    devices: DevicesOpt = None,
 ) -> None:
     """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
     from attndyn.estimate import check_max_hours
@@ -445,10 +466,13 @@ def sweep(
         for line in summary_lines(est, plan.root if plan is not None else None):
             print(line)
         return
+    if executor == "local":  # a Dask worker checks its own devices
+        _on_devices(devices)
     kwargs = {"executor": executor, "workers": workers, "address": address}
     plan = guard_sweep(spec, out, max_hours=max_hours, yes=yes, **kwargs)
     try:
-        summary = run_sweep(plan or spec, out, progress=on_terminal(progress, as_json), **kwargs)
+        shown_ = on_terminal(progress, as_json)
+        summary = run_sweep(plan or spec, out, progress=shown_, devices=devices, **kwargs)
     except KeyboardInterrupt:
         print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
         raise typer.Exit(130) from None

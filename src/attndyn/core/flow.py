@@ -28,7 +28,8 @@ Both accept when ‖e/(atol + rtol·max(|y|, |y'|))‖_rms ≤ 1 and set h ← h
 ``vmap``-ed ``while_loop``, called in chunks of a bounded number of steps per record segment
 (about :data:`attndyn.core.progress.TARGET_S` wall seconds each; a chunk of ``ros2`` ends where a
 Jacobian is refreshed, so the chunking does not change the result), between which progress is
-reported and Ctrl-C is honoured. A seed whose state turns non-finite, or that needs
+reported and Ctrl-C is honoured. The seed axis is sharded over the devices that
+:func:`attndyn.core.devices.count` chooses. A seed whose state turns non-finite, or that needs
 more than ``max_steps`` steps in one segment, stops and is reported as diverged (its later records
 NaN).
 """
@@ -43,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from attndyn.core import devices
 from attndyn.core.progress import Chunker, report_steps
 from attndyn.core.trainer import RunResult, seed_keys
 
@@ -231,12 +233,14 @@ def integrate_flow(
     dtype = jax.tree.leaves(y)[0].dtype
     n = len(seeds)
     carry = FlowCarry(y, f, jnp.full(n, h0, dtype), jnp.zeros(n, jnp.int32), jnp.zeros(n, bool))
+    n_devices = devices.count(n)
+    carry, state = devices.shard((carry, state), n_devices)
     advance = make_flow_advance(method, rtol, atol)
     obs_fn = jax.jit(jax.vmap(observe))
     records, steps = [], []
     div_at = np.full(n, -1, np.int64)
     times = np.asarray(times, dtype=np.float64)
-    t, t_seed = 0.0, jnp.zeros(n, dtype)
+    t, t_seed = 0.0, devices.shard(jnp.zeros(n, dtype), n_devices)
     chunker = chunker or Chunker()
     for r, target in enumerate(times):
         if target > t:
@@ -254,7 +258,7 @@ def integrate_flow(
                 if not np.any(t_live < target):
                     break
             t = float(target)
-            t_seed = jnp.full(n, t, dtype)  # every segment starts at its record time
+            t_seed = devices.shard(jnp.full(n, t, dtype), n_devices)  # segments start at records
         obs = jax.device_get(obs_fn(carry.y, state))
         bad = np.asarray(carry.diverged) & (div_at < 0)
         div_at[bad] = r
@@ -272,4 +276,5 @@ def integrate_flow(
         observables={k: np.stack([rec[k] for rec in records], axis=1) for k in names},
         diverged_step=div_at,
         final_params=carry.y,
+        devices=n_devices,
     )

@@ -57,7 +57,8 @@ def simulate_problem(
 
     Returns:
         Trajectory with dims ``(seed, time)``; coordinates ``time``, ``samples``, ``step``, the
-        extra time axes, ``diverged`` and ``diverged_step`` per seed.
+        extra time axes, ``diverged`` and ``diverged_step`` per seed; attrs ``family``,
+        ``config`` and ``devices`` (the devices the seeds were sharded over).
     """
     steps = record_grid(config)
     seed_ids = seed_array(config, seeds)
@@ -66,7 +67,7 @@ def simulate_problem(
         result = train(problem, steps, seed_ids)
     axes = dict(times(steps)) if times is not None else {"time": steps.astype(np.float64)}
     time = axes.pop("time")
-    return make_trajectory(
+    traj = make_trajectory(
         result.observables,
         time=time,
         samples=steps * problem.batch,
@@ -77,3 +78,5 @@ def simulate_problem(
         family=family,
         config={**canonical(config), **(config_extra or {})},
     )
+    traj.attrs["devices"] = result.devices  # an execution setting, not part of the config
+    return traj

@@ -11,8 +11,10 @@ fold_in(step key, UPDATE_STREAM)``, so a seed's trajectory, noise included, does
 record grid. Steps between record points run in jitted ``fori_loop`` chunks of about
 :data:`attndyn.core.progress.TARGET_S` wall seconds each (the trip count is traced: one
 compilation serves every chunk), so that progress is reported and Ctrl-C is honoured between
-chunks; the chunking does not change the trajectory. Seeds run in parallel under ``vmap``. A seed whose loss or parameters become non-finite is frozen (parameters
-and optimiser state) at its last finite values and marked with the step at which it diverged;
+chunks; the chunking does not change the trajectory. Seeds run in parallel under ``vmap``, their
+arrays sharded over the devices that :func:`attndyn.core.devices.count` chooses. A seed whose
+loss or parameters become non-finite is frozen (parameters and optimiser state) at its last
+finite values and marked with the step at which it diverged;
 the run completes, and the Trajectory stores the seed's later records as missing
 (:func:`attndyn.core.trajectory.mark_divergence`, which also marks non-finite or overflowing
 observables).
@@ -29,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from attndyn.core import devices
 from attndyn.core.jaxsetup import enable_compilation_cache
 from attndyn.core.progress import Chunker, report_steps
 
@@ -85,6 +88,7 @@ class RunResult:
     observables: dict[str, np.ndarray]  # name -> (seed, time)
     diverged_step: np.ndarray  # (seed,), -1 if never diverged
     final_params: Params  # leaves with a leading seed axis
+    devices: int = 1  # devices the seed axis was sharded over
 
 
 def seed_keys(seeds: np.ndarray) -> tuple[jax.Array, jax.Array]:
@@ -159,8 +163,10 @@ def train(
 
     The steps between record points run in chunks of ``chunker``'s lengths (default: about
     :data:`attndyn.core.progress.TARGET_S` seconds each), each waited for, then reported with
-    :func:`attndyn.core.progress.report_steps`."""
-    carry, state, data_keys = init_seeds(problem, seeds)
+    :func:`attndyn.core.progress.report_steps`. The seed axis is sharded over
+    :func:`attndyn.core.devices.count` devices."""
+    n_devices = devices.count(len(seeds))
+    carry, state, data_keys = devices.shard(init_seeds(problem, seeds), n_devices)
     advance = make_advance(problem)
     observe = jax.jit(jax.vmap(problem.observe))
     chunker = chunker or Chunker()
@@ -185,4 +191,5 @@ def train(
         observables=observables,
         diverged_step=np.asarray(carry.diverged_step, dtype=np.int64),
         final_params=carry.params,
+        devices=n_devices,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +130,7 @@ def run_sweep(
     workers: int | None = None,
     address: str | None = None,
     progress: bool = True,
+    devices: int | None = None,
 ) -> SweepSummary:
     """Run every run of ``spec`` (or of a plan from :func:`plan_sweep`) that is not stored yet
     in ``out`` and return the summary.
@@ -138,9 +139,15 @@ def run_sweep(
     recorded (``failures`` view) and the sweep goes on; a results folder that cannot be written
     raises NotWritable (exit code 2) before any run starts, or StoreError when it happens
     mid-way. Stored runs are checked first (:meth:`Store.sound`): a damaged one is quarantined
-    and run again.
+    and run again. ``devices``: each simulation's seeds sharded over this many devices
+    (:func:`attndyn.api.on_devices`; checked here for the local executor, by each worker for
+    Dask).
     """
     _check_executor(executor, workers, address)
+    if devices is not None and executor == "local":
+        from attndyn.core.devices import check
+
+        check(devices)
     plan = spec if isinstance(spec, SweepPlan) else plan_sweep(spec, out)
     store = Store(plan.root)
     if plan.spec.kind == "family":
@@ -154,7 +161,7 @@ def run_sweep(
         total=len(plan.items),
         skipped=len(plan.stored),
     )
-    todo = plan.todo
+    todo = [replace(t, devices=devices) for t in plan.todo]
     summary.tasks = len(todo)
     if not todo:
         _count_diverged(summary, plan)

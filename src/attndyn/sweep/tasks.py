@@ -44,6 +44,7 @@ class Task:
     sweep: str
     groups: tuple[Group, ...]
     preset: str | None = None
+    devices: int | None = None  # seeds sharded over this many devices (None: the default)
 
     @property
     def runs(self) -> list[RunItem]:
@@ -147,6 +148,7 @@ def run_task(task: Task, root: str) -> TaskResult:
     stored either.
     """
     configure_worker()
+    from attndyn.core.devices import using
     from attndyn.store import Store
 
     store = Store(root)
@@ -155,7 +157,7 @@ def run_task(task: Task, root: str) -> TaskResult:
     for group in task.groups:
         missing = [r for r in group.runs if not _stored(store, r)]
         if missing:  # another process computing one of them: wait for it, then look again
-            with store.lock(*[r.run_id for r in missing]):
+            with store.lock(*[r.run_id for r in missing]), using(task.devices):
                 missing = [r for r in missing if not _stored(store, r)]
                 _run_missing(task, group, missing, store, result)
         for r in group.runs:

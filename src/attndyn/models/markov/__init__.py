@@ -276,7 +276,7 @@ def simulate(config: MarkovConfig, seeds=None):
     div = result.diverged_step
     if flow:  # the flow marks a record index: its step count there
         div = np.where(div >= 0, result.steps[np.maximum(div, 0)], -1)
-    return make_trajectory(
+    traj = make_trajectory(
         result.observables,
         time=time_axes(config, steps)["time"],
         samples=steps * batch,
@@ -286,6 +286,8 @@ def simulate(config: MarkovConfig, seeds=None):
         family=NAME,
         config=canonical(config),
     )
+    traj.attrs["devices"] = result.devices  # seeds sharded over (attndyn.core.devices)
+    return traj
 
 
 EXAMPLE = dict(m=16, t_max=20.0, lr=0.1, records=5, seeds=2)
