@@ -4,6 +4,7 @@
     python scripts/aim_step_profile.py prng  [D BATCH]   # the Gaussian draw under each PRNG
     python scripts/aim_step_profile.py devices [D BATCH] # seeds sharded over 2 XLA host devices
     python scripts/aim_step_profile.py draw-ab [DxB ...] # whole step, jax.random.normal vs fastrandom
+    python scripts/aim_step_profile.py forms-ab [DxB ...] # whole step, Gram forms as dots vs fused
 
 ``split``: the tied softmax benchmark step of ``attndyn.models.aim.bench`` (8 seeds, vmapped,
 default d = 512, batch 64), timed as cumulative pieces inside a jitted loop of N steps, interleaved
@@ -207,6 +208,37 @@ def draw_ab(sizes: list[tuple[int, int]]) -> None:
         )
 
 
+def forms_ab(sizes: list[tuple[int, int]]) -> None:
+    """The step with the Gram forms as batched dots (``SMALL_L = 0``, as before issue 16's
+    change) against the fused product-reduce (``model.SMALL_L``), interleaved, 15 rounds."""
+    from attndyn.core.timing import AdvanceRunner
+    from attndyn.models.aim import build, model
+    from attndyn.models.aim.bench import bench_config
+
+    small = model.SMALL_L
+    for d, batch in sizes:
+        runners = {}
+        for name, limit in (("dots", 0), ("fused", small)):
+            model.SMALL_L = limit  # read when the step is traced (its first step)
+            runners[name] = AdvanceRunner(build(bench_config(d, batch)), np.arange(SEEDS))
+        model.SMALL_L = small
+        n = max(10, 30 * 512 * 64 // (d * batch))
+        best, ratios = {"dots": np.inf, "fused": np.inf}, []
+        for _ in range(15):
+            took = {}
+            for name, run in runners.items():
+                t = time.perf_counter()
+                run(n)
+                took[name] = (time.perf_counter() - t) / n
+                best[name] = min(best[name], took[name])
+            ratios.append(took["dots"] / took["fused"])
+        print(
+            f"d = {d}, batch = {batch}: dots {best['dots'] * 1e3:.4f} ms, fused "
+            f"{best['fused'] * 1e3:.4f} ms per step; dots/fused best "
+            f"{best['dots'] / best['fused']:.2f}, median paired {np.median(ratios):.2f}"
+        )
+
+
 if __name__ == "__main__":
     args = sys.argv[1:] or ["split"]
     if args[0] == "devices":
@@ -214,6 +246,9 @@ if __name__ == "__main__":
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
     if args[0] == "_rate":
         print(_draw_rate(args[1], int(args[2]), int(args[3])))
+    elif args[0] == "forms-ab":
+        pairs = [tuple(int(v) for v in a.split("x")) for a in args[1:]]
+        forms_ab(pairs or [(512, 64), (64, 1), (64, 64), (256, 64)])
     elif args[0] == "draw-ab":
         pairs = [tuple(int(v) for v in a.split("x")) for a in args[1:]]
         draw_ab(pairs or [(512, 64), (64, 1), (64, 64), (256, 64)])
