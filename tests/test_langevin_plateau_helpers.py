@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from attndyn.experiments.langevin.plateau import orbit_tolerance, spectrum
 from attndyn.models import langevin as L
 from attndyn.models.langevin import stationary as S
-from attndyn.models.langevin.potentials import flat_directions
+from attndyn.models.langevin.potentials import (
+    flat_directions,
+    lora_forward,
+    orbit_dimension,
+    potential,
+)
 
 
 @pytest.mark.parametrize("amplitude", [2.0, -0.7])
@@ -56,7 +64,7 @@ def test_plateau_of_an_exact_ou_run_matches_the_em_laplace_gap():
 
 def test_minimise_newton_finds_the_double_well_minimum_and_its_curvature():
     c = L.LangevinConfig(model="double-well", lam=0.0, dim=3, s=0.0, init_scale=1.0)
-    F, g_sq, eig = S.minimise_newton(c, range(4))
+    F, g_sq, eig, _ = S.minimise_newton(c, range(4))
     assert np.min(F) == pytest.approx(0.0, abs=1e-9)
     assert np.max(g_sq) < 1e-10
     np.testing.assert_allclose(eig, 8.0, rtol=1e-4)  # F'' = 12x² − 4 at x = ±1
@@ -71,10 +79,16 @@ def test_lora_minimum_has_exactly_the_symmetry_orbit_flat():
     """At the LoRA minimiser (full rank here) the Hessian has r(r − 1)/2 zero eigenvalues (the
     O(r) orbit) and the others positive: nondegenerate up to the symmetry."""
     c = L.LangevinConfig(**LORA)
-    F, _, eig = S.minimise_newton(c, range(3))
+    F, g_sq, eig, best = S.minimise_newton(c, range(3))
     flat = flat_directions(c)
     order = np.sort(np.abs(eig))
     assert flat == 1
+    # the orbit through the minimiser found is the generic one, and the Hessian shows it
+    tol = orbit_tolerance(float(g_sq[int(np.argmin(F))]), c.lam)
+    assert orbit_dimension(c, best, {}, tol) == flat
+    assert spectrum(_values(c), eig, 0.01, flat)["flat_observed"] == flat
+    # a degenerate minimum (one more zero eigenvalue) fails the count
+    assert spectrum(_values(c), np.append(eig, 0.0), 0.01, flat)["flat_observed"] == flat + 1
     assert order[flat - 1] < 1e-3 * c.lam and order[flat] > 0.1 * c.lam
     assert eig[0] > -1e-3 * c.lam  # a minimum, not a saddle
     # gradient descent (the s = 0 dynamics) reaches the same minimum
@@ -82,3 +96,53 @@ def test_lora_minimum_has_exactly_the_symmetry_orbit_flat():
     assert np.min(F_gd) == pytest.approx(np.min(F), rel=1e-5)
     eig_gd = S.hessian_eigenvalues(c, {k: v[int(np.argmin(F_gd))] for k, v in params.items()})
     np.testing.assert_allclose(np.sort(eig_gd)[flat:], np.sort(eig)[flat:], rtol=1e-3, atol=1e-4)
+
+
+def _values(c: L.LangevinConfig) -> dict:
+    return c.model_dump(exclude={"s", "seeds", "t_max", "records", "h", "dynamics", "beta"})
+
+
+def test_orbit_dimension_is_the_generic_count_and_smaller_at_rank_deficient_points():
+    """o(r) − o(r − k) for factors of rank k: r(r − 1)/2 generic, r − 1 at rank 1, 0 at
+    A = B = 0; attention's per-head O(d_k) orbit likewise."""
+    rng = np.random.default_rng(0)
+    c = L.LangevinConfig(model="lora", d=4, width=8, rank=3)
+    B, A = rng.normal(size=(8, 3)), rng.normal(size=(3, 4))
+    assert orbit_dimension(c, {"A": A, "B": B}, {}, 1e-8) == flat_directions(c) == 3
+    u = rng.normal(size=(3, 1))
+    rank1 = {"A": u @ rng.normal(size=(1, 4)), "B": rng.normal(size=(8, 1)) @ u.T}
+    assert orbit_dimension(c, rank1, {}, 1e-8) == 2
+    assert orbit_dimension(c, {"A": 1e-9 * A, "B": 1e-9 * B}, {}, 1e-8) == 0
+    ca = L.LangevinConfig(model="attention", d=3, heads=2, d_k=2, train_k=False)
+    W = {g: rng.normal(size=(2, 3, 2)) for g in ("Q", "K", "V")}
+    fixed = {"K": W.pop("K")}
+    assert orbit_dimension(ca, W, fixed, 1e-8) == flat_directions(ca) == 0  # K frozen
+    cb = L.LangevinConfig(model="attention", d=3, heads=2, d_k=2)
+    assert orbit_dimension(cb, {**W, **fixed}, {}, 1e-8) == flat_directions(cb) == 2
+
+
+def test_adapter_free_minimum_has_no_flat_direction_and_the_predicted_spectrum():
+    """When σ₁(G) < λ, G = ∇_W L̂(W₀), the point A = B = 0 is a strict minimum of
+    L̂(W₀ + BA) + (λ/2)(‖A‖² + ‖B‖²) (λ‖BA‖_* at balanced factors; its subdifferential at 0 is
+    the spectral ball of radius λ): the quadratic form there is Σ_k (λ/2)(‖a_k‖² + ‖b_k‖²) +
+    b_kᵀG a_k, eigenvalues λ ± σ_i(G) and λ, each r times. Its O(r) orbit is a point, so the
+    Hessian has no flat direction although the generic count is r(r − 1)/2 = 1."""
+    c0 = L.LangevinConfig(**LORA)
+    fz = L.frozen_part(c0, potential(c0))
+
+    def loss(D):
+        pred = lora_forward(jnp.eye(4), D, fz["W0"], fz["a"], fz["X"], "tanh")
+        return 0.5 * jnp.mean(jnp.square(pred - fz["Y"]))
+
+    sigma = np.linalg.svd(np.asarray(jax.grad(loss)(jnp.zeros((8, 4))), float), compute_uv=False)
+    lam = 2.0 * float(sigma[0])
+    c = L.LangevinConfig(**{**LORA, "lam": lam})
+    F, g_sq, eig, best = S.minimise_newton(c, range(3))
+    b = int(np.argmin(F))
+    assert np.linalg.norm(best["A"]) < 1e-3 and np.linalg.norm(best["B"]) < 1e-3
+    predicted = np.sort(np.concatenate([lam - sigma, lam + sigma, np.full(8 - 4, lam)] * 2))
+    np.testing.assert_allclose(eig, predicted, rtol=1e-4, atol=1e-5 * lam)
+    orbit = orbit_dimension(c, best, {}, orbit_tolerance(float(g_sq[b]), lam))
+    assert orbit == 0 and flat_directions(c) == 1
+    spec = spectrum(_values(c), eig, 0.01, orbit)
+    assert spec["flat_observed"] == spec["flat"] == 0 and spec["p_eff"] == spec["p"] == 24

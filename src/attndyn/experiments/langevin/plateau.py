@@ -5,8 +5,9 @@ minimum is the Laplace value
 
     E_μF − min F = s·p_eff/4 + O(s²),     μ_s ∝ exp(−2F/s)
 
-(docs/langevin.md; the digest's T3, T4), p_eff = p − dim(symmetry orbit)
-(:func:`attndyn.models.langevin.potentials.effective_params`).
+(docs/langevin.md; the digest's T3, T4), p_eff = p − dim(symmetry orbit through the minimiser)
+(:func:`attndyn.models.langevin.potentials.orbit_dimension`; at a generic point
+:func:`~attndyn.models.langevin.potentials.effective_params`).
 
 Per model (``models``), one run of ``seeds`` chains at each s of ``s_grid`` (the same chain
 seeds at every s: common random numbers; attention runs use ``attention_h`` and
@@ -188,9 +189,19 @@ class MinimumConfig(BaseModel):
     seed: int
 
 
+def orbit_tolerance(grad_sq: float, lam: float) -> float:
+    """How far the Newton end point may lie from the exact minimiser: with ∇F = H(θ − θ*) and
+    every non-flat eigenvalue ≥ FLAT_EIG·λ, ‖θ − θ*‖ ≤ ‖∇F‖/(FLAT_EIG·λ); by Weyl's inequality
+    the singular values of the weights' k-vectors move by no more, so a singular value below
+    this bound is indistinguishable from zero (the span's rank, hence the orbit, is read with
+    it: :func:`attndyn.models.langevin.potentials.orbit_dimension`)."""
+    return math.sqrt(grad_sq) / (FLAT_EIG * lam)
+
+
 def minimum(ctx: RunContext, config: Common, values: dict[str, Any]) -> xr.Dataset:
     """min F by damped Newton from ``gd_starts`` starts (stored): ``F``, ``grad_sq`` per
-    start and the Hessian eigenvalues ``eig`` at the best start."""
+    start, the Hessian eigenvalues ``eig`` at the best start and ``orbit``, the dimension of
+    the symmetry orbit through it (:func:`orbit_tolerance`)."""
     mc = MinimumConfig(
         potential=values,
         starts=config.gd_starts,
@@ -199,12 +210,15 @@ def minimum(ctx: RunContext, config: Common, values: dict[str, Any]) -> xr.Datas
     )
 
     def compute() -> xr.Dataset:
-        from attndyn.models.langevin import LangevinConfig
+        from attndyn.models.langevin import LangevinConfig, frozen_part
+        from attndyn.models.langevin.potentials import orbit_dimension
         from attndyn.models.langevin.stationary import minimise_newton
 
         lc = LangevinConfig(**values, s=0.0)
         seeds = range(GD_SEED + config.seed, GD_SEED + config.seed + config.gd_starts)
-        F, g_sq, eig = minimise_newton(lc, seeds, config.gd_steps)
+        F, g_sq, eig, params = minimise_newton(lc, seeds, config.gd_steps)
+        tol = orbit_tolerance(float(g_sq[int(np.argmin(F))]), lc.lam)
+        orbit = orbit_dimension(lc, params, frozen_part(lc).get("fixed", {}), tol)
         # the store keeps (time,) tables: one axis of length max(starts, p), NaN-padded
         size = max(len(F), len(eig))
 
@@ -212,12 +226,12 @@ def minimum(ctx: RunContext, config: Common, values: dict[str, Any]) -> xr.Datas
             return ("time", np.concatenate([x, np.full(size - len(x), np.nan)]))
 
         return xr.Dataset(
-            {"F": pad(F), "grad_sq": pad(g_sq), "eig": pad(eig)},
+            {"F": pad(F), "grad_sq": pad(g_sq), "eig": pad(eig), "orbit": pad(np.array([orbit]))},
             coords={"time": np.arange(size, dtype=float)},
             attrs={"family": "langevin"},
         )
 
-    return ctx.compute(f"{NAME}:minimum", mc, compute)
+    return ctx.compute(f"{NAME}:minimum-orbit", mc, compute)
 
 
 def _finite(x) -> np.ndarray:
@@ -225,20 +239,22 @@ def _finite(x) -> np.ndarray:
     return x[np.isfinite(x)]
 
 
-def spectrum(values: dict[str, Any], eig: np.ndarray, h: float) -> dict[str, Any]:
-    """p, p_eff, the flat count expected and observed, the extreme non-flat eigenvalues and
-    Euler–Maruyama's gap factor (stationary.em_gap_factor) at step h."""
+def spectrum(values: dict[str, Any], eig: np.ndarray, h: float, orbit: int) -> dict[str, Any]:
+    """p, p_eff = p − ``orbit`` (the orbit through the minimiser, :func:`minimum`), the flat
+    count expected (``orbit``; ``flat_generic`` at a generic point) and observed, the extreme
+    non-flat eigenvalues and Euler–Maruyama's gap factor (stationary.em_gap_factor) at step h."""
     from attndyn.models.langevin import LangevinConfig
-    from attndyn.models.langevin.potentials import effective_params, flat_directions, n_params
+    from attndyn.models.langevin.potentials import flat_directions, n_params
     from attndyn.models.langevin.stationary import em_gap_factor
 
     lc = LangevinConfig(**values, s=0.0)
-    flat = flat_directions(lc)
+    flat = int(orbit)
     order = np.sort(np.abs(eig))
     return {
         "p": n_params(lc),
-        "p_eff": effective_params(lc),
+        "p_eff": n_params(lc) - flat,
         "flat": flat,
+        "flat_generic": flat_directions(lc),
         "flat_observed": int(np.sum(np.abs(eig) < FLAT_EIG * values["lam"])),
         "eig_min_nonflat": float(order[flat]) if flat < len(order) else float("nan"),
         "eig_max": float(np.max(eig)),
@@ -361,10 +377,13 @@ class LangevinPlateau(Experiment):
         s_min, s_max = config.s_grid[-1], config.s_grid[0]
         for m in config.models:
             values = model_values(config, m)
-            mn = {k: _finite(results["minimum"][m][k].values) for k in ("F", "grad_sq", "eig")}
+            mn = {
+                k: _finite(results["minimum"][m][k].values)
+                for k in ("F", "grad_sq", "eig", "orbit")
+            }
             F_gd = np.sort(mn["F"])
             F_min = float(F_gd[0])
-            spec = spectrum(values, mn["eig"], run_length(config, m)[0])
+            spec = spectrum(values, mn["eig"], run_length(config, m)[0], int(mn["orbit"][0]))
             tau = tolerance(s_min, s_max, spec["em_factor"])
             rec: dict[str, Any] = {
                 **spec,

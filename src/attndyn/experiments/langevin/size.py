@@ -8,11 +8,14 @@ Sizes are (width, rank) pairs of a LoRA net on d-dimensional inputs (``sizes``);
 τ = s/s_regime + δ_h as in :mod:`attndyn.experiments.langevin.plateau`), and min F by gradient
 descent with the Hessian spectrum at the best start.
 
-Why ranks stay ≤ 2 at the default sizes (docs/claims/langevin-size.md): at a minimiser,
-‖A‖² + ‖B‖² = 2‖BA‖_* (the factors balance), so the Frobenius regulariser of the factors is a
-nuclear-norm penalty on BA, and with this frozen net's weak signal the minimisers of r = 4 and
-16 are of rank 1: the O(r) orbit there has dimension r − 1, not r(r − 1)/2, and
-``effective_params`` does not apply (the Hessian's flat count says so: precondition).
+p_eff is read at the minimiser found: at a minimiser ‖A‖² + ‖B‖² = 2‖BA‖_* (the factors
+balance), so the Frobenius regulariser of the factors is a nuclear-norm penalty λ‖BA‖_* on BA,
+and minimisers are often rank-deficient. With k the rank of the factors there, the O(r) orbit
+has dimension o(r) − o(r − k), o(m) = m(m − 1)/2 (r − 1 at k = 1, r(r − 1)/2 only at full rank,
+0 at the adapter-free point A = B = 0, a strict minimum when σ₁(∇_W L̂(W₀)) < λ, the
+subdifferential of λ‖·‖_* at 0): p_eff = p − that dimension, and the precondition checks the
+Hessian's flat count against it (:func:`attndyn.experiments.langevin.plateau.minimum`).
+Ranks stay ≤ 2 at the default sizes: r = 4 and 16 gave rank-1 minimisers (docs/langevin.md).
 """
 
 from __future__ import annotations
@@ -84,17 +87,10 @@ def size_values(config: Config, width: int, rank: int) -> dict[str, Any]:
     )
 
 
-def _p_eff(config: Config, width: int, rank: int) -> int:
-    from attndyn.models.langevin import LangevinConfig
-    from attndyn.models.langevin.potentials import effective_params
-
-    return effective_params(LangevinConfig(**size_values(config, width, rank), s=0.0))
-
-
-def theory_factor(config: Config) -> dict[tuple[int, int], float]:
-    """The predicted temperature over s at each size: 1 (the SDE's s everywhere), or
-    p_eff,min/p_eff (the mean-field control: a gap independent of the size, exponent 0)."""
-    p = {wr: _p_eff(config, *wr) for wr in config.sizes}
+def theory_factor(config: Config, p: dict[tuple[int, int], int]) -> dict[tuple[int, int], float]:
+    """The predicted temperature over s at each size, given p_eff there: 1 (the SDE's s
+    everywhere), or p_eff,min/p_eff (the mean-field control: a gap independent of the size,
+    exponent 0)."""
     p_min = min(p.values())
     return {wr: (p_min / p[wr] if config.theory == "mean-field" else 1.0) for wr in p}
 
@@ -156,20 +152,21 @@ class LangevinSize(Experiment):
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         sizes: dict[tuple[int, int], Any] = {}
-        factor = theory_factor(config)
         for wr in config.sizes:
             values = size_values(config, *wr)
-            mn = {k: results["minimum"][wr][k].values.astype(float) for k in ("F", "eig")}
+            mn = {k: results["minimum"][wr][k].values.astype(float) for k in ("F", "eig", "orbit")}
             mn = {k: v[np.isfinite(v)] for k, v in mn.items()}
-            F_min = float(np.min(mn["F"]))
-            spec = spectrum(values, mn["eig"], config.h)
-            rec: dict[str, Any] = {**spec, "F_min": F_min}
+            spec = spectrum(values, mn["eig"], config.h, int(mn["orbit"][0]))
+            sizes[wr] = {**spec, "F_min": float(np.min(mn["F"]))}
+        factor = theory_factor(config, {wr: rec["p_eff"] for wr, rec in sizes.items()})
+        for wr in config.sizes:
+            rec = sizes[wr]
+            F_min = rec["F_min"]
             for which, s in (("s", config.s), ("regime", config.s_regime)):
-                pred = factor[wr] * s * spec["p_eff"] / (2.0 * config.beta_s)
+                pred = factor[wr] * s * rec["p_eff"] / (2.0 * config.beta_s)
                 rec[which] = chains(results["sims"][(wr, which)], F_min, pred, config.burn)
                 rec[which]["pred"] = pred
-            rec["tau"] = tolerance(config.s, config.s_regime, spec["em_factor"])
-            sizes[wr] = rec
+            rec["tau"] = tolerance(config.s, config.s_regime, rec["em_factor"])
         m: dict[str, Any] = {"sizes": sizes}
         m["tau"] = max(r["tau"] for r in sizes.values())
         p = np.array([sizes[wr]["p_eff"] for wr in config.sizes], dtype=float)
@@ -215,7 +212,8 @@ class LangevinSize(Experiment):
                 ),
                 Check.compare(
                     f"width {w}, rank {r}: Hessian eigenvalues < {FLAT_EIG}·λ at min F (the "
-                    f"orbit: {rec['flat']})",
+                    f"orbit through the minimiser: {rec['flat']}; at a generic point "
+                    f"{rec['flat_generic']})",
                     rec["flat_observed"],
                     "==",
                     rec["flat"],
@@ -283,6 +281,7 @@ class LangevinSize(Experiment):
                     "p",
                     "p_eff",
                     "flat",
+                    "flat_generic",
                     "flat_observed",
                     "eig_min_nonflat",
                     "eig_max",

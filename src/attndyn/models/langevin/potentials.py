@@ -22,6 +22,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from attndyn.models.langevin.config import LangevinConfig
 
@@ -278,6 +279,40 @@ def flat_directions(c: LangevinConfig) -> int:
         vo = _orbit_dim(c.d_v, 0 if c.train_v else c.d, c.d + c.d_out) if c.output else 0
         return c.heads * (qk + vo)
     return 0
+
+
+def _span_rank(vectors: list, tol: float) -> int:
+    """Dimension of the span of the rows of ``vectors`` (arrays of k-vectors): the singular
+    values above ``tol``."""
+    if not vectors:
+        return 0
+    M = np.concatenate([np.asarray(v, dtype=np.float64).reshape(-1, v.shape[-1]) for v in vectors])
+    return int(np.sum(np.linalg.svd(M, compute_uv=False) > tol))
+
+
+def orbit_dimension(c: LangevinConfig, params: Params, fixed: Params, tol: float) -> int:
+    """dim of the symmetry orbit through the point ``params`` (frozen groups ``fixed``), the
+    actions of :func:`flat_directions`: with f and m the dimensions of the spans of the frozen
+    and of all the k-vectors there (singular values > ``tol``), o(k − f) − o(k − m)
+    (:func:`_orbit_dim`). Equals :func:`flat_directions` at a generic point and is smaller at a
+    rank-deficient one: LoRA at A = B = 0 (the adapter-free point) has a point as its orbit."""
+    if c.model == "lora":
+        m = _span_rank([params["B"], np.asarray(params["A"]).T], tol)
+        return _orbit_dim(c.rank, 0, m)
+    if c.model != "attention":
+        return 0
+    W = {**fixed, **params}
+    trained = attention_trained(c)
+    total = 0
+    for h in range(c.heads):
+        qk = [np.asarray(W[g][h]) for g in ("Q", "K")]
+        frozen_qk = [v for g, v in zip(("Q", "K"), qk, strict=True) if g not in trained]
+        total += _orbit_dim(c.d_k, _span_rank(frozen_qk, tol), _span_rank(qk, tol))
+        if c.output:
+            vo = [np.asarray(W["V"][h]), np.asarray(W["O"][h]).T]
+            frozen_vo = vo[:1] if "V" not in trained else []
+            total += _orbit_dim(c.d_v, _span_rank(frozen_vo, tol), _span_rank(vo, tol))
+    return total
 
 
 def effective_params(c: LangevinConfig) -> int:

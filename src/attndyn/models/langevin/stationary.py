@@ -141,14 +141,17 @@ def hessian_eigenvalues(config: LangevinConfig, params: dict) -> np.ndarray:
 
 def minimise_newton(
     config: LangevinConfig, seeds, iterations: int = 200, tol: float = 1e-20
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """min F by damped Newton (Levenberg–Marquardt) steps θ ← θ − (H + μI)⁻¹∇F from one start
     per seed (the chains' initial law, keys PRNGKey(seed)): μ shrinks after a step that lowers F
     and grows otherwise, and H + μI is kept positive, so every accepted step descends and the
     iteration converges to a minimum (not a saddle), quadratically once μ → 0; the symmetry
     orbit's zero eigenvalues need no special care (μ > 0 there).
 
-    Returns (F, ‖∇F‖² per start, Hessian eigenvalues (ascending) at the best start)."""
+    Returns (F, ‖∇F‖² per start, Hessian eigenvalues (ascending) at the best start, the best
+    start's parameter tree): the orbit through it
+    (:func:`attndyn.models.langevin.potentials.orbit_dimension`) is the count of flat
+    eigenvalues expected there."""
     from attndyn.models.langevin import frozen_part
     from attndyn.models.langevin.potentials import potential
 
@@ -179,7 +182,8 @@ def minimise_newton(
                     x, F, g, H, mu = y, F_new, g_new, H_new, mu / 4
                 else:
                     mu *= 8
-            results.append((float(F), float(g @ g), H))
+            results.append((float(F), float(g @ g), H, x))
         best = int(np.argmin([r[0] for r in results]))
         eig = np.linalg.eigvalsh(0.5 * (results[best][2] + results[best][2].T))
-        return np.array([r[0] for r in results]), np.array([r[1] for r in results]), eig
+        params = jax.tree.map(np.asarray, unravel(results[best][3]))
+        return np.array([r[0] for r in results]), np.array([r[1] for r in results]), eig, params
