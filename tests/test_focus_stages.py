@@ -9,7 +9,12 @@ import pytest
 
 from attndyn import runs
 from attndyn.core.config import parse_assignments, validate
-from attndyn.experiments.markov.stages import rank_levels, sim_values, stage1
+from attndyn.experiments.markov.stages import (
+    plateau_after_drop,
+    rank_levels,
+    sim_values,
+    stage1,
+)
 from attndyn.experiments.runner import experiment_config, run_experiment
 from attndyn.models import markov
 from attndyn.models.markov.snapshots import snapshots, stage1_mode
@@ -83,6 +88,25 @@ def test_stage1_mode_grows_at_sigma1_from_t0():
         assert len(k) >= 8 and k[-1] == len(k) - 1
         np.testing.assert_allclose(u[s, k] / (u[s, 0] * np.exp(sigma * t[k])), 1.0, atol=2e-3)
         assert abs(x[s, k[-1]] / (x[s, 0] * np.exp(sigma * t[k[-1]])) - 1) > 0.1
+
+
+def test_plateau_after_drop_skips_the_origin_saddle():
+    """A loss flat near θ = 0 (flatter in log t than the plateau), a drop, then a slowly
+    sloping plateau at 0.4 before focus: the plateau is read after the drop."""
+    from attndyn.models.markov.stages import Stage
+
+    t = np.r_[0.0, np.geomspace(0.05, 100.0, 200)]
+    gap = 1.08 - 1e-4 * np.log1p(t) - 0.68 / (1 + np.exp(-3 * (t - 7)))  # drop near t = 7
+    gap = gap - 0.002 * np.log1p(t) * (t > 10)  # the plateau slopes a little
+    focus = [Stage("focus", 30.0, 40.0, "", 0.75, 0.9)]
+    value, at = plateau_after_drop(t, gap, 1.0, focus)
+    assert 10 < at < 30 and value == pytest.approx(0.4, abs=0.01)
+    # the flattest pair from t = 1 on is the origin's tail, 1.08 (what a plain search returns)
+    k = np.flatnonzero((t >= 1) & (t <= 30))
+    flat = np.argmin(np.abs(np.diff(gap[k]) / np.diff(np.log(t[k]))))
+    assert gap[k][flat] > 1.0
+    assert np.isnan(plateau_after_drop(t, gap, np.nan, focus)).all()
+    assert np.isnan(plateau_after_drop(t, gap, 1.0, [])).all()
 
 
 @pytest.mark.parametrize(

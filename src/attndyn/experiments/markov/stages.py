@@ -12,8 +12,8 @@ the observables, W₀ at every record (PCA, Fig. 2B) and the W_QK drift. Claims 
   record before u first exceeds ``top``, over σ₁ = ‖π‖‖π − 𝟙/d‖ (Eq. 10) within 1 ± ``rate_tol``;
 - ``attention-frozen``: max ‖W_QK − W_QK(0)‖/‖W_QK(0)‖ up to the window's end ≤ ``frozen_tol``
   (Thm 3.2: ∂L/∂Φ|₀ = 0; Lemma 3.1's remainder);
-- ``plateau-gap``: L − L* on the first plateau (the flattest record between the end of the
-  Stage-I window and the start of focus) over Σ_i π_i KL(P_i ‖ π) (Prop. 3.3) within
+- ``plateau-gap``: L − L* on the first plateau (the flattest record pair after the loss's
+  steepest fall, condensation's drop, between the Stage-I window and the start of focus) over Σ_i π_i KL(P_i ‖ π) (Prop. 3.3) within
   1 ± ``plateau_tol``;
 - ``focus-alignment``: cos_F(Φ, ππᵀ) at the end of the first focus stage (its end or the start
   of dilution, whichever is first) ≥ ``align_target``
@@ -171,6 +171,25 @@ def stage1(time, u, drift, top) -> tuple[float, float, float, float]:
     return slope, float(np.max(drift[: idx[-1] + 1])), float(time[idx[0]]), float(time[idx[-1]])
 
 
+def plateau_after_drop(time, gap, t_from, focus) -> tuple[float, float]:
+    """(L − L*, t) on the first plateau: over the records from ``t_from`` (the Stage-I window's
+    end) to the start of the first of ``focus``, the pair of consecutive records after the
+    steepest fall of L − L* against log t (condensation's drop) where |ΔL/Δ log t| is smallest
+    (their mean, geometric-mean time); NaN without a window, a focus stage or such a pair."""
+    if not np.isfinite(t_from) or not focus:
+        return float("nan"), float("nan")
+    k = np.flatnonzero((time >= t_from) & (time <= focus[0].start) & (time > 0))
+    if len(k) < 4:
+        return float("nan"), float("nan")
+    g, log_t = gap[k], np.log(time[k])
+    k = k[int(np.argmin(np.diff(g) / np.diff(log_t))) + 1 :]  # from the end of the steepest fall
+    if len(k) < 2:
+        return float("nan"), float("nan")
+    g, log_t = gap[k], np.log(time[k])
+    j = int(np.argmin(np.abs(np.diff(g) / np.diff(log_t))))
+    return float(0.5 * (g[j] + g[j + 1])), float(np.sqrt(time[k][j] * time[k][j + 1]))
+
+
 def _mean(values) -> float:
     """Mean of the finite values (NaN when none)."""
     v = np.asarray(values, dtype=np.float64)
@@ -305,19 +324,11 @@ class FocusStages(Experiment):
             f, dl = stage_signals(one, pi, track)
             found = detect_stages(t, one["erank_W0"], f, dl)
             stages.append([st.as_dict() for st in found])
-            # anchor: the end of the Stage-I window (the escape from θ = 0 along the growing
-            # mode), not the detector's erank ≤ 1.15, which at ε = 1/m the frozen init bulk of
-            # W₀ never lets it reach (docs/claims/focus-stages.md, "Presets")
+            # condensation after the Stage-I window: the loss's steepest fall (in log t) before
+            # the first focus stage; the detector's erank ≤ 1.15 is not used, since at ε = 1/m the
+            # frozen init bulk of W₀ keeps erank ≥ 1.5 (docs/claims/focus-stages.md, "Presets")
             focus = [st for st in found if st.name == "focus" and st.end > tb]
-            plateau, t_plat = np.nan, np.nan
-            if np.isfinite(tb) and focus:
-                k = np.flatnonzero((t >= tb) & (t <= focus[0].start) & (t > 0))
-                if len(k) >= 2:
-                    g = one["loss_gap"][k]
-                    slope = np.abs(np.diff(g) / np.diff(np.log(t[k])))
-                    j = int(np.argmin(slope))
-                    plateau = float(0.5 * (g[j] + g[j + 1]))
-                    t_plat = float(np.sqrt(t[k][j] * t[k][j + 1]))
+            plateau, t_plat = plateau_after_drop(t, one["loss_gap"], tb, focus)
             per["plateau"].append(plateau)
             per["plateau_time"].append(t_plat)
             align, f_end, align_late = np.nan, np.nan, np.nan
