@@ -3,34 +3,110 @@ snapshots against the simulator, the π/λ plumbing of ``--set`` and the figure.
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from attndyn import runs
 from attndyn.core.config import parse_assignments, validate
-from attndyn.experiments.markov.stages import rank_levels, sim_values, stage1
+from attndyn.experiments.markov.stages import (
+    plateau_after_drop,
+    rank_levels,
+    sim_values,
+    stage1,
+)
 from attndyn.experiments.runner import experiment_config, run_experiment
 from attndyn.models import markov
-from attndyn.models.markov.snapshots import snapshots
+from attndyn.models.markov.snapshots import snapshots, stage1_mode
 
 
 def test_stage1_recovers_a_known_rate_and_window():
     t = np.linspace(0.0, 40.0, 401)
-    x = 1e-4 * np.exp(0.37 * t)  # exact exponential growth
-    x = np.where(x > 1.0, 1.0, x)  # then saturates
+    u = 1e-4 * np.exp(0.37 * t)  # exact exponential growth
+    u = np.where(u > 1.0, 1.0, u)  # then saturates
     drift = 1e-3 * t
-    rate, worst, ta, tb = stage1(t, x, drift, growth=10.0, top=0.1)
+    rate, worst, ta, tb = stage1(t, u, drift, top=0.1)
     assert rate == pytest.approx(0.37, rel=1e-9)
-    # window: from x = 10·x(0) (t = ln 10/0.37) to x = 0.1 (t = ln 1000/0.37)
-    assert ta == pytest.approx(np.log(10) / 0.37, abs=0.1)
+    # window: from t = 0 to u = 0.1 (t = ln 1000/0.37)
+    assert ta == 0.0
     assert tb == pytest.approx(np.log(1000) / 0.37, abs=0.1)
     assert worst == pytest.approx(1e-3 * tb)
 
 
-def test_stage1_is_nan_without_a_window():
+@pytest.mark.parametrize(
+    "u",
+    [
+        np.full(50, 0.5),  # beyond the window from the start (the large-init control)
+        np.full(50, 1e-4),  # never escapes (uniform π: σ₁ = 0)
+        np.r_[0.05, 0.08, 0.2 * np.ones(48)],  # only 2 records before the top
+    ],
+)
+def test_stage1_is_nan_without_a_window(u):
     t = np.linspace(0.0, 10.0, 50)
-    rate, worst, _, _ = stage1(t, np.full(50, 0.5), np.zeros(50), growth=10.0, top=0.1)
-    assert np.isnan(rate) and np.isnan(worst)
+    rate, worst, ta, tb = stage1(t, u, np.zeros(50), top=0.1)
+    assert np.isnan([rate, worst, ta, tb]).all()
+
+
+def test_stage1_mode_is_the_growing_combination():
+    """‖W₀ᵀπ̂ + W₁v̂‖/√2 against numpy, v̂ = 0 for uniform π (σ₁ = 0: no mode)."""
+    rng = np.random.default_rng(0)
+    W0, W1 = rng.normal(size=(4, 6)), rng.normal(size=(6, 4))
+    pi = np.array([0.75, 0.19, 0.05, 0.01])
+    v = pi - 0.25
+    want = np.linalg.norm(pi @ W0 / np.linalg.norm(pi) + W1 @ v / np.linalg.norm(v)) / np.sqrt(2)
+    got = stage1_mode({"W0": jnp.asarray(W0), "W1": jnp.asarray(W1)}, jnp.asarray(pi))
+    assert float(got) == pytest.approx(want, rel=1e-6)
+    flat = np.full(4, 0.25)
+    got = stage1_mode({"W0": jnp.asarray(W0), "W1": jnp.asarray(W1)}, jnp.asarray(flat))
+    assert float(got) == pytest.approx(np.linalg.norm(flat @ W0) / 0.5 / np.sqrt(2), rel=1e-6)
+
+
+def test_stage1_mode_grows_at_sigma1_from_t0():
+    """Thm 3.2's linearisation: at ε√m = 1/16 (the paper preset's init scale; here m = 16,
+    ε = 1/64) the mode is e^{σ₁t} from t = 0 while ‖πᵀW₀‖/‖π‖ is not: it mixes in the decaying
+    mode, and grows by less than ×10 before 0.1. Checked while the mode is below 0.1."""
+    from attndyn.models.markov.theory.closed_forms import stage1_rate
+
+    cfg = validate(
+        markov.Config,
+        dict(
+            BASE,
+            m=16,
+            init_scale=1 / 64,
+            t_max=0.8,
+            records=17,
+            grid="linear",
+            solver="bs3",
+            optimizer="flow",
+        ),
+    )
+    snap = snapshots(cfg)
+    t, u, x = snap["time"], snap["stage1_mode"], snap["w0_pi"]
+    sigma = stage1_rate(markov.DataLaw(cfg).pi)
+    for s in range(2):
+        k = np.flatnonzero(u[s] < 0.1)  # the linear window: every record before the top
+        assert len(k) >= 8 and k[-1] == len(k) - 1
+        np.testing.assert_allclose(u[s, k] / (u[s, 0] * np.exp(sigma * t[k])), 1.0, atol=2e-3)
+        assert abs(x[s, k[-1]] / (x[s, 0] * np.exp(sigma * t[k[-1]])) - 1) > 0.1
+
+
+def test_plateau_after_drop_skips_the_origin_saddle():
+    """A loss flat near θ = 0 (flatter in log t than the plateau), a drop, then a slowly
+    sloping plateau at 0.4 before focus: the plateau is read after the drop."""
+    from attndyn.models.markov.stages import Stage
+
+    t = np.r_[0.0, np.geomspace(0.05, 100.0, 200)]
+    gap = 1.08 - 1e-4 * np.log1p(t) - 0.68 / (1 + np.exp(-3 * (t - 7)))  # drop near t = 7
+    gap = gap - 0.002 * np.log1p(t) * (t > 10)  # the plateau slopes a little
+    focus = [Stage("focus", 30.0, 40.0, "", 0.75, 0.9)]
+    value, at = plateau_after_drop(t, gap, 1.0, focus)
+    assert 10 < at < 30 and value == pytest.approx(0.4, abs=0.01)
+    # the flattest pair from t = 1 on is the origin's tail, 1.08 (what a plain search returns)
+    k = np.flatnonzero((t >= 1) & (t <= 30))
+    flat = np.argmin(np.abs(np.diff(gap[k]) / np.diff(np.log(t[k]))))
+    assert gap[k][flat] > 1.0
+    assert np.isnan(plateau_after_drop(t, gap, np.nan, focus)).all()
+    assert np.isnan(plateau_after_drop(t, gap, 1.0, [])).all()
 
 
 @pytest.mark.parametrize(

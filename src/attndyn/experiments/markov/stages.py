@@ -7,12 +7,13 @@ One integration per config (:func:`attndyn.models.markov.snapshots.snapshots`, f
 the observables, W₀ at every record (PCA, Fig. 2B) and the W_QK drift. Claims (each over seeds,
 95 % intervals; targets and reasons in docs/claims/focus-stages.md):
 
-- ``stage1-rate``: the log-slope of ‖πᵀW₀‖/‖π‖ over the linear window (from growth ×``growth``
-  to ``top``) over σ₁ = ‖π‖‖π − 𝟙/d‖ (Thm 3.2, Eq. 10) within 1 ± ``rate_tol``;
+- ``stage1-rate``: the log-slope of Thm 3.2's growing mode u = ‖W₀ᵀπ̂ + W₁v̂‖/√2 (a pure
+  e^{σ₁t} in the linearisation, snapshots.py) over the linear window, from t = 0 to the last
+  record before u first exceeds ``top``, over σ₁ = ‖π‖‖π − 𝟙/d‖ (Eq. 10) within 1 ± ``rate_tol``;
 - ``attention-frozen``: max ‖W_QK − W_QK(0)‖/‖W_QK(0)‖ up to the window's end ≤ ``frozen_tol``
   (Thm 3.2: ∂L/∂Φ|₀ = 0; Lemma 3.1's remainder);
-- ``plateau-gap``: L − L* on the first plateau (the flattest record between the end of
-  condensation and the start of focus) over Σ_i π_i KL(P_i ‖ π) (Prop. 3.3) within
+- ``plateau-gap``: L − L* on the first plateau (the flattest record pair after the loss's
+  steepest fall, condensation's drop, between the Stage-I window and the start of focus) over Σ_i π_i KL(P_i ‖ π) (Prop. 3.3) within
   1 ± ``plateau_tol``;
 - ``focus-alignment``: cos_F(Φ, ππᵀ) at the end of the first focus stage (its end or the start
   of dilution, whichever is first) ≥ ``align_target``
@@ -72,8 +73,7 @@ class Config(ExperimentConfig):
     )
     dtype: Literal["float32", "float64"] = Field("float64")
     # claims
-    growth: float = Field(10.0, gt=1, description="Stage-I window starts at this growth")
-    top: float = Field(0.1, gt=0, description="Stage-I window ends at ‖πᵀW₀‖/‖π‖ = top")
+    top: float = Field(0.1, gt=0, description="Stage-I window ends at ‖W₀ᵀπ̂ + W₁v̂‖/√2 = top")
     rate_tol: float = Field(0.05, gt=0, description="relative tolerance of the Stage-I rate")
     frozen_tol: float = Field(0.1, gt=0, description="max relative W_QK drift in Stage I")
     plateau_tol: float = Field(0.05, gt=0, description="relative tolerance of the plateau")
@@ -129,7 +129,8 @@ def sigma1(config: Config, pi: np.ndarray) -> float:
 
 
 def run_trajectory(sim_config):
-    """The snapshots of ``sim_config`` as a Trajectory: every observable, ``w0_pi``, ``w0_norm``,
+    """The snapshots of ``sim_config`` as a Trajectory: every observable, ``w0_pi``,
+    ``stage1_mode``, ``w0_norm``,
     ``wqk_drift`` and the PCA coordinates ``pc1_i``, ``pc2_i`` of each row of W₀ (per seed, PCA
     of the centred concatenated snapshots, Section 4.1)."""
     from attndyn.core.config import canonical
@@ -157,16 +158,36 @@ def run_trajectory(sim_config):
     )
 
 
-def stage1(time, x, drift, growth, top) -> tuple[float, float, float, float]:
-    """(slope, max drift, t_start, t_end) of log x over {x(0)·growth ≤ x ≤ top} before x first
-    exceeds top; NaN when fewer than 3 records fall in the window."""
-    over = np.flatnonzero(x > top)
-    end = int(over[0]) if len(over) else len(x)
-    idx = np.flatnonzero(x[:end] >= growth * x[0])
-    if len(idx) < 3:
+def stage1(time, u, drift, top) -> tuple[float, float, float, float]:
+    """(slope, max drift, t_start, t_end) of log u over the records before u first exceeds
+    ``top``; NaN when u never exceeds it (no escape) or fewer than 3 records precede it (an
+    init already beyond the linear window). u is a pure exponential there (snapshots.py), so
+    the window starts at t = 0."""
+    over = np.flatnonzero(u > top)
+    if not len(over) or over[0] < 3:
         return (float("nan"),) * 4
-    slope = float(np.polyfit(time[idx], np.log(x[idx]), 1)[0])
+    idx = np.arange(int(over[0]))
+    slope = float(np.polyfit(time[idx], np.log(u[idx]), 1)[0])
     return slope, float(np.max(drift[: idx[-1] + 1])), float(time[idx[0]]), float(time[idx[-1]])
+
+
+def plateau_after_drop(time, gap, t_from, focus) -> tuple[float, float]:
+    """(L − L*, t) on the first plateau: over the records from ``t_from`` (the Stage-I window's
+    end) to the start of the first of ``focus``, the pair of consecutive records after the
+    steepest fall of L − L* against log t (condensation's drop) where |ΔL/Δ log t| is smallest
+    (their mean, geometric-mean time); NaN without a window, a focus stage or such a pair."""
+    if not np.isfinite(t_from) or not focus:
+        return float("nan"), float("nan")
+    k = np.flatnonzero((time >= t_from) & (time <= focus[0].start) & (time > 0))
+    if len(k) < 4:
+        return float("nan"), float("nan")
+    g, log_t = gap[k], np.log(time[k])
+    k = k[int(np.argmin(np.diff(g) / np.diff(log_t))) + 1 :]  # from the end of the steepest fall
+    if len(k) < 2:
+        return float("nan"), float("nan")
+    g, log_t = gap[k], np.log(time[k])
+    j = int(np.argmin(np.abs(np.diff(g) / np.diff(log_t))))
+    return float(0.5 * (g[j] + g[j + 1])), float(np.sqrt(time[k][j] * time[k][j + 1]))
 
 
 def _mean(values) -> float:
@@ -251,7 +272,8 @@ class FocusStages(Experiment):
         from attndyn import runs
 
         sim = runs.family_config("markov", sim_values(config))
-        traj = ctx.compute(f"{NAME}:snapshots", sim, lambda: run_trajectory(sim))
+        # ":2": the runs record stage1_mode (runs stored without it are not reused)
+        traj = ctx.compute(f"{NAME}:snapshots:2", sim, lambda: run_trajectory(sim))
         return {"traj": traj, "sim": sim}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
@@ -294,9 +316,7 @@ class FocusStages(Experiment):
         stages = []
         for s in range(traj.sizes["seed"]):
             one = {k: traj[k].values[s] for k in traj.data_vars}
-            rate, drift, ta, tb = stage1(
-                t, one["w0_pi"], one["wqk_drift"], config.growth, config.top
-            )
+            rate, drift, ta, tb = stage1(t, one["stage1_mode"], one["wqk_drift"], config.top)
             per["rate"].append(rate)
             per["drift"].append(drift)
             per["window_start"].append(ta)
@@ -304,18 +324,11 @@ class FocusStages(Experiment):
             f, dl = stage_signals(one, pi, track)
             found = detect_stages(t, one["erank_W0"], f, dl)
             stages.append([st.as_dict() for st in found])
-            cond = [st for st in found if st.name == "condensation"]
-            cond_end = cond[0].end if cond else np.nan
-            focus = [st for st in found if st.name == "focus" and st.end > cond_end]
-            plateau, t_plat = np.nan, np.nan
-            if cond and focus:
-                k = np.flatnonzero((t >= cond_end) & (t <= focus[0].start) & (t > 0))
-                if len(k) >= 2:
-                    g = one["loss_gap"][k]
-                    slope = np.abs(np.diff(g) / np.diff(np.log(t[k])))
-                    j = int(np.argmin(slope))
-                    plateau = float(0.5 * (g[j] + g[j + 1]))
-                    t_plat = float(np.sqrt(t[k][j] * t[k][j + 1]))
+            # condensation after the Stage-I window: the loss's steepest fall (in log t) before
+            # the first focus stage; the detector's erank ≤ 1.15 is not used, since at ε = 1/m the
+            # frozen init bulk of W₀ keeps erank ≥ 1.5 (docs/claims/focus-stages.md, "Presets")
+            focus = [st for st in found if st.name == "focus" and st.end > tb]
+            plateau, t_plat = plateau_after_drop(t, one["loss_gap"], tb, focus)
             per["plateau"].append(plateau)
             per["plateau_time"].append(t_plat)
             align, f_end, align_late = np.nan, np.nan, np.nan
@@ -371,7 +384,7 @@ class FocusStages(Experiment):
         return [
             Claim.within(
                 "stage1-rate",
-                f"log-slope of ‖πᵀW₀‖/‖π‖ = {m['rate_ci'].value:.4f} [{m['rate_ci'].low:.4f}, "
+                f"log-slope of ‖W₀ᵀπ̂ + W₁v̂‖/√2 = {m['rate_ci'].value:.4f} [{m['rate_ci'].low:.4f}, "
                 f"{m['rate_ci'].high:.4f}] over σ₁ = {m['sigma1_theory']:.4f} "
                 f"({config.sigma1_theory}), {window}",
                 m["rate_ratio"],

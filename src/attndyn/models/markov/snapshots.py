@@ -9,6 +9,10 @@ observables of observables.py, per record:
 - ``W0``: the embedding (seed, time, d, m);
 - ``w0_pi``: ‖πᵀW₀‖/‖π‖, the embedding's component along the Stage-I left singular direction
   π/‖π‖ (Thm 3.2, Eq. 11); in the linearisation Eq. 10 it grows as e^{σ₁t} (docs/focus.md);
+- ``stage1_mode``: ‖W₀ᵀπ̂ + W₁v̂‖/√2, π̂ = π/‖π‖, v̂ = (π − 𝟙/d)/‖π − 𝟙/d‖ (v̂ = 0 for uniform
+  π): Thm 3.2's linearisation Ẇ₀ = σ₁π̂(W₁v̂)ᵀ, Ẇ₁ = σ₁(W₀ᵀπ̂)v̂ᵀ moves only x = W₀ᵀπ̂ and
+  y = W₁v̂, by ẋ = σ₁y, ẏ = σ₁x, so (x + y)/√2 grows as exactly e^{σ₁t} from t = 0 and
+  (x − y)/√2 decays as e^{−σ₁t} (``w0_pi`` = ‖x‖ mixes both);
 - ``w0_norm``: ‖W₀‖_F;
 - ``wqk_drift``: ‖W_QK(t) − W_QK(0)‖_F / ‖W_QK(0)‖_F.
 """
@@ -24,10 +28,20 @@ from attndyn.errors import InputError
 from attndyn.models.markov.config import MarkovConfig
 
 
+def stage1_mode(params, pi: jnp.ndarray) -> jnp.ndarray:
+    """‖W₀ᵀπ̂ + W₁v̂‖/√2 (module docstring): Thm 3.2's growing Stage-I mode."""
+    d = pi.shape[0]
+    p_hat = pi / jnp.linalg.norm(pi)
+    v = pi - 1.0 / d
+    v_norm = jnp.linalg.norm(v)
+    v_hat = jnp.where(v_norm > 0, v / jnp.where(v_norm > 0, v_norm, 1.0), 0.0)
+    return jnp.linalg.norm(p_hat @ params["W0"] + params["W1"] @ v_hat) / jnp.sqrt(2.0)
+
+
 def snapshots(config: MarkovConfig, seeds=None) -> dict[str, np.ndarray]:
     """Rerun ``config`` (population data; ``optimizer`` flow or gd) and return ``time`` (T,),
     ``seed`` (S,), ``W0`` (S, T, d, m) and every observable as (S, T) arrays, with ``w0_pi``,
-    ``w0_norm`` and ``wqk_drift`` added (module docstring). The run is
+    ``stage1_mode``, ``w0_norm`` and ``wqk_drift`` added (module docstring). The run is
     :func:`attndyn.models.markov.run_records`, the one that ``simulate`` records."""
     from attndyn.models.markov import run_records, time_axes
 
@@ -49,6 +63,7 @@ def snapshots(config: MarkovConfig, seeds=None) -> dict[str, np.ndarray]:
             out["w0_pi"] = jnp.linalg.norm(state["pi"] @ params["W0"]) / jnp.linalg.norm(
                 state["pi"]
             )
+            out["stage1_mode"] = stage1_mode(params, state["pi"])
             out["w0_norm"] = jnp.linalg.norm(params["W0"])
             out["W0"] = params["W0"]
             return out
