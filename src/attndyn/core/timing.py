@@ -4,6 +4,7 @@ block, and the machine's CPU model."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import platform
 import sys
@@ -60,9 +61,9 @@ def torch_reference_status(requested: bool) -> tuple[bool, str | None]:
     """(time the PyTorch reference?, why not): torch is optional (the ``bench`` extra)."""
     if not requested:
         return False, "not requested (--no-torch)"
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    # found, not imported: importing torch starts its thread pools, which can slow what the
+    # benchmark times before the reference (BENCHMARKS.md, "Issue 16: the AIM step")
+    if importlib.util.find_spec("torch") is None:
         return False, "torch not installed (pip install 'attndyn[bench]')"
     return True, None
 
