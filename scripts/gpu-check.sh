@@ -8,7 +8,9 @@
 # Files: gpu.txt (nvidia-smi), bench-gpu.json and bench-cpu.json (`attndyn bench --name all
 # --quick --json`, JAX_PLATFORMS=cuda and cpu), ratio.json (per benchmark row, every throughput
 # field GPU over CPU: scripts/gpu_ratio.py), paper.json (`attndyn run EXPERIMENT --preset PRESET
-# --json` on the GPU, stopped after PAPER_LIMIT_S) and paper-time.txt. The CPU rows run on the GPU
+# --json` on the GPU, stopped after PAPER_LIMIT_S), paper-time.txt and dry-runs/NAME.json (every
+# experiment's `attndyn run NAME --preset paper --dry-run --json` on the GPU, DRY_LIMIT_S each:
+# the one-GPU estimates of docs/paper-presets.md). The CPU rows run on the GPU
 # machine's own cores, so the ratio is GPU : that machine's CPU; BENCHMARKS.md compares with two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,7 @@ OUT=${OUT:-gpu-check}
 EXPERIMENT=${EXPERIMENT:-aim-solvable}
 PRESET=${PRESET:-paper}
 PAPER_LIMIT_S=${PAPER_LIMIT_S:-600}
+DRY_LIMIT_S=${DRY_LIMIT_S:-120}
 mkdir -p "$OUT"
 python3 -m venv .venv-gpu
 . .venv-gpu/bin/activate
@@ -34,3 +37,11 @@ JAX_PLATFORMS=cuda timeout "$PAPER_LIMIT_S" attndyn run "$EXPERIMENT" --preset "
 code=$?
 set -e
 echo "$EXPERIMENT $PRESET: exit $code after $(($(date +%s) - start)) s" | tee "$OUT/paper-time.txt"
+mkdir -p "$OUT/dry-runs"
+set +e
+for name in $(python -c "from attndyn.experiments import experiment_names; print(*experiment_names())"); do
+    JAX_PLATFORMS=cuda timeout "$DRY_LIMIT_S" attndyn run "$name" --preset paper --dry-run --json \
+        --out "$(mktemp -d)" >"$OUT/dry-runs/$name.json"
+    echo "$name dry run: exit $?"
+done | tee "$OUT/dry-runs/exit.txt"
+set -e
