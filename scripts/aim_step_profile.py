@@ -170,6 +170,23 @@ def devices(d: int, batch: int) -> None:
     print(f"  speedup of 2 devices: {best[1][0] / best[2][0]:.2f}")
 
 
+def _interleaved(runners: dict, d: int, batch: int, rounds: int = 15) -> tuple[dict, list]:
+    """Best seconds per step of each of two runners, timed in turn for ``rounds`` rounds, and
+    the paired ratios first/second of every round."""
+    n = max(10, 30 * 512 * 64 // (d * batch))
+    best, ratios = dict.fromkeys(runners, np.inf), []
+    for _ in range(rounds):
+        took = {}
+        for name, run in runners.items():
+            t = time.perf_counter()
+            run(n)
+            took[name] = (time.perf_counter() - t) / n
+            best[name] = min(best[name], took[name])
+        first, second = took.values()
+        ratios.append(first / second)
+    return best, ratios
+
+
 def draw_ab(sizes: list[tuple[int, int]]) -> None:
     from attndyn.core import fastrandom
     from attndyn.core.timing import AdvanceRunner
@@ -187,16 +204,7 @@ def draw_ab(sizes: list[tuple[int, int]]) -> None:
             fastrandom.normal = normal  # read when build's sample is traced (first step)
             runners[name] = AdvanceRunner(build(bench_config(d, batch)), np.arange(SEEDS))
         fastrandom.normal = fast
-        n = max(10, 30 * 512 * 64 // (d * batch))
-        best, ratios = {"old": np.inf, "new": np.inf}, []
-        for _ in range(15):
-            took = {}
-            for name, run in runners.items():
-                t = time.perf_counter()
-                run(n)
-                took[name] = (time.perf_counter() - t) / n
-                best[name] = min(best[name], took[name])
-            ratios.append(took["old"] / took["new"])
+        best, ratios = _interleaved(runners, d, batch)
         same = all(
             bool(jnp.array_equal(a, b))
             for a, b in zip(*(jax.tree.leaves(r.carry) for r in runners.values()), strict=True)
@@ -222,16 +230,7 @@ def forms_ab(sizes: list[tuple[int, int]]) -> None:
             model.SMALL_L = limit  # read when the step is traced (its first step)
             runners[name] = AdvanceRunner(build(bench_config(d, batch)), np.arange(SEEDS))
         model.SMALL_L = small
-        n = max(10, 30 * 512 * 64 // (d * batch))
-        best, ratios = {"dots": np.inf, "fused": np.inf}, []
-        for _ in range(15):
-            took = {}
-            for name, run in runners.items():
-                t = time.perf_counter()
-                run(n)
-                took[name] = (time.perf_counter() - t) / n
-                best[name] = min(best[name], took[name])
-            ratios.append(took["dots"] / took["fused"])
+        best, ratios = _interleaved(runners, d, batch)
         print(
             f"d = {d}, batch = {batch}: dots {best['dots'] * 1e3:.4f} ms, fused "
             f"{best['fused'] * 1e3:.4f} ms per step; dots/fused best "
