@@ -72,14 +72,16 @@ over r (one fused pass over Y); above it, a batched matmul."""
 
 def gram(yu: jax.Array, yv: jax.Array) -> jax.Array:
     """raw[b, k, i, j] = Σ_r yu[b, i, k, r] yv[b, j, k, r] for projections of shape (B, L, K, r)
-    (yv may have K = 1, broadcast, for L ≤ :data:`SMALL_L`).
+    (yv may have K = 1: broadcast over k).
 
     For L ≤ :data:`SMALL_L` the sum is written as a broadcast product reduced over r: XLA:CPU
     then fuses it (and its gradient) into single passes over Y, where the batched dot of B·K tiny
     L×r by r×L products made it copy Y into a transposed layout first (on the AIM benchmark step,
-    d = 512, batch 64: 1.07–1.11× faster; BENCHMARKS.md, "Issue 16")."""
+    d = 512, batch 64: 1.07–1.13× faster; BENCHMARKS.md, "Issue 16")."""
     if yu.shape[1] <= SMALL_L:
         return jnp.transpose(jnp.sum(yu[:, :, None] * yv[:, None, :], axis=-1), (0, 3, 1, 2))
+    if yv.shape[2] == 1:
+        return jnp.einsum("bikr,bjr->bkij", yu, yv[:, :, 0])
     return jnp.einsum("bikr,bjkr->bkij", yu, yv)
 
 
@@ -97,10 +99,7 @@ def forms(side: dict, x: jax.Array, cov: jax.Array, centred: bool) -> jax.Array:
         trace = jnp.einsum("kdr,kdr->k", side["F"], side["F"])
     elif "S" in side:
         y = project(x, side["S"])
-        if x.shape[1] <= SMALL_L:
-            raw = gram(y, x[:, :, None, :])  # x broadcast over k
-        else:
-            raw = jnp.einsum("bike,bje->bkij", y, x)
+        raw = gram(y, x[:, :, None, :])  # x broadcast over k
         trace = jnp.trace(side["S"], axis1=1, axis2=2)
     else:
         yu = project(x, side["U"])
