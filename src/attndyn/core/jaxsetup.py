@@ -11,12 +11,11 @@ XLA:CPU's YNNPACK reduce/elementwise fusions (jaxlib 0.10) fail at run time on s
 softmax gradients ("ternary_elementwise: dimension … does not match", e.g. the langevin family's
 attention with one head, d_k = 2 and 64 chains); :func:`avoid_ynn_fusion_bug` keeps only YNNPACK's
 dot fusions unless ``XLA_FLAGS`` already sets ``xla_cpu_experimental_ynn_fusion_type``. It must
-run before JAX's first computation, so it runs when this module is imported. Known problem: with
-the dot fusions on, the markov family's text runs of focus-text's small preset (d = 64, m = 32,
-batch 64) hang in XLA's worker threads; ``XLA_FLAGS='--xla_cpu_experimental_ynn_fusion_type=""'``
-(no YNNPACK fusion) runs them; as a default it made the test suite take over 1,100 s instead of
-693 s (with a compilation cache cold for that setting: part of it is compilation) and the aim
-batch-1 step slower (BENCHMARKS.md, "XLA:CPU's YNNPACK fusions").
+run before JAX's first computation, so it runs when this module is imported. (Hangs of the
+markov family's text runs, once blamed on these fusions, came from jaxlib's batched LAPACK kernels
+waiting on XLA's thread pool: :mod:`attndyn.core.linalg`. Turning every YNNPACK fusion off
+(``XLA_FLAGS='--xla_cpu_experimental_ynn_fusion_type=""'``) made the test suite take over 1,100 s
+instead of 693 s and the aim batch-1 step slower: BENCHMARKS.md, "XLA:CPU's YNNPACK fusions".)
 
 A damaged cache entry (truncated by a killed process or a file-size limit: JAX writes entries in
 place) makes JAX 0.10 warn on every later run ("Error reading persistent compilation cache

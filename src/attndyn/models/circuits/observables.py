@@ -32,6 +32,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from attndyn.core.linalg import qr_r, singular_values
 from attndyn.models.circuits import model
 from attndyn.models.circuits.data import relevant_mask
 
@@ -40,9 +41,7 @@ BINS = 5
 
 def factored_svals(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
     """Singular values of A B (A: n×k, B: k×m) from the k×k core R_A R_Bᵀ, descending."""
-    _, r_a = jnp.linalg.qr(a)
-    _, r_b = jnp.linalg.qr(b.T)
-    return jnp.linalg.svd(r_a @ r_b.T, compute_uv=False)
+    return singular_values(qr_r(a) @ qr_r(b.T).T)
 
 
 def effective_rank(s: jnp.ndarray) -> jnp.ndarray:
@@ -74,7 +73,7 @@ def circuit_observables(params: dict, cfg) -> dict:
                 jnp.maximum(jnp.linalg.norm(ata), jnp.linalg.norm(bbt)), jnp.finfo(a.dtype).tiny
             )
         else:
-            s = jnp.linalg.svd(fac[0], compute_uv=False)
+            s = singular_values(fac[0])
         for i in range(min(cfg.top_sv, s.shape[0])):
             out[f"{name}_sv{i + 1}"] = s[i]
         out[f"{name}_fro"] = jnp.sqrt(jnp.sum(s**2))

@@ -21,6 +21,9 @@ and bigram P̂ — evaluated in the population limit of Prop. 2.3:
   ``align_phi`` cos_F(Φ, ππᵀ) (Stage II: Φ/‖Φ‖ → ππᵀ/‖π‖²);
 - ``thm37``: (1 − π₁)γ₁ − (d − 1)π₁ γ̄_{i≠1} (Thm 3.7's mass-redistribution combination, γ̄ the
   mean of the others), ``phi_norm`` ‖Φ‖_F, ``m_norm`` ‖M‖_F.
+
+SVDs go through :mod:`attndyn.core.linalg` (one matrix per LAPACK call: batched calls can hang
+jaxlib's CPU thread pool).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
+from attndyn.core.linalg import singular_values, thin_svd
 from attndyn.models.markov.model import (
     Arch,
     Params,
@@ -41,7 +45,7 @@ from attndyn.models.markov.model import (
 
 def effective_rank(a: jax.Array) -> jax.Array:
     """exp(H(p)), p = σ/Σσ the normalised singular values."""
-    s = jnp.linalg.svd(a, compute_uv=False)
+    s = singular_values(a)
     p = s / jnp.maximum(jnp.sum(s), jnp.finfo(s.dtype).tiny)
     h = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
     return jnp.exp(h)
@@ -93,8 +97,8 @@ def observe(
     H = row_entropy(A)
     out["entropy_mean"] = jnp.sum(pi * H)
     grad_m = A.T @ (pi[:, None] * (jnp.exp(logp) - P))  # ∂L/∂z_i = π_i(ℙ_i − P_i), z = 𝔸M
-    out["gradM_sv1"] = jnp.linalg.svd(grad_m, compute_uv=False)[0]
-    u, sv, vt = jnp.linalg.svd(W0, full_matrices=False)
+    out["gradM_sv1"] = singular_values(grad_m)[0]
+    u, sv, vt = thin_svd(W0)
     second = sv[1] if sv.shape[0] > 1 else jnp.zeros((), sv.dtype)  # m = 1: rank one always
     out["sv_ratio_W0"] = second / jnp.maximum(sv[0], jnp.finfo(sv.dtype).tiny)
     gamma = W0 @ vt[0]
