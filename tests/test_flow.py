@@ -32,6 +32,22 @@ def test_quadratic_flow_matches_the_matrix_exponential():
         assert (res.diverged_step == -1).all()
 
 
+def test_float32_record_times_that_round_down_are_reached():
+    """float32(0.35) < 0.35: the driver must stop at the rounded time, not wait for ever for a
+    seed time that cannot pass it (the markov flow at lr = 0.05 once hung here)."""
+    assert float(np.float32(0.35)) < 0.35
+    times = np.array([0.0, 0.05, 0.35])
+    res = integrate_flow(
+        lambda key: ({"y": jnp.ones((), jnp.float32)}, None),
+        lambda p, s: {"y": p["y"]},
+        lambda p, s: {"y": p["y"]},
+        times,
+        np.array([0, 1]),
+        rtol=1e-5,
+    )
+    np.testing.assert_allclose(res.observables["y"], np.exp(-times)[None].repeat(2, 0), rtol=1e-4)
+
+
 def test_blow_up_is_marked_and_later_records_are_nan():
     """L = −y⁴/4: ẏ = y³ blows up at t = 1/(2y₀²) = 0.5 for y₀ = 1."""
     with jax.enable_x64():

@@ -255,7 +255,7 @@ def integrate_flow(
                 live = ~np.asarray(carry.diverged)
                 t_live = np.asarray(t_seed)[live]
                 report_steps(float(t_live.min()) if t_live.size else target, times[-1], "time")
-                if not np.any(t_live < target):
+                if not np.any(t_live < np.asarray(t1)):  # t1: target rounded to the dtype
                     break
             t = float(target)
             t_seed = devices.shard(jnp.full(n, t, dtype), n_devices)  # segments start at records
