@@ -47,7 +47,12 @@ targets and their reasons: docs/claims/aim-untied.md):
   separation, with unit constants.
 
 Negative controls: ``theory-time-half`` (the theory read at τ/2), ``fast-axis`` (the collapse time
-measured on the fast axis nα_d instead of τ = nα_d/d).
+measured on the fast axis nα_d instead of τ = nα_d/d), ``small-init`` (student entries N(0, 1/d²):
+D = t^A + t^B = O(1/d), so neither the fast relaxation nor the slow drift ∝ D happens in time),
+``centred-h1`` (the centred case with h1, E h1' = 1: not trapped), ``fast-slow-clock`` (the fast
+instant at a fixed slow time fast_time/d_max at every d: no separation). ``fast-overlap-frozen``
+has no control: the overlap's drift per sample is O(α_d/d) at every init of P1's scaling, and
+entries N(0, 1) (the scaling that removes it) diverge at step 1 for h2 (docs/claims/aim-untied.md).
 
 Presets:
 - ``tiny``: d ∈ {32, 64}, the centred case at d = 64 only (at d = 32 a seed escapes the
@@ -114,6 +119,18 @@ class Config(ExperimentConfig):
     collapse_axis: Literal["slow", "fast"] = Field(
         "slow", description="axis of the collapse time: τ = nα_d/d (P1) or nα_d (a control)"
     )
+    fast_clock: Literal["fast", "slow"] = Field(
+        "fast",
+        description="clock of the fast instant n_f: t = nα_d (P1 Eq. 28) or, a control, the "
+        "slow time fast_time/d_max at every d (n_f ∝ d/α_d)",
+    )
+    init_power: float = Field(
+        0.0,
+        ge=-1,
+        le=1,
+        description="student entries N(0, d^(2·power)/d): 0 is P1's Θ(√d) Frobenius norm "
+        "(§4.1); a control sets −½",
+    )
 
 
 def _case_values(config: Config, case: str) -> dict[str, Any]:
@@ -133,6 +150,7 @@ def _sim_values(config: Config, case: str, d: int) -> dict[str, Any]:
         L=1,
         param="untied",
         rho=config.rho,
+        init_scale=float(d) ** config.init_power,
         teacher_rho=config.teacher_rho,
         lr=config.lr,
         lr_scaling="dlogd",
@@ -172,6 +190,14 @@ def _first_crossing(tau: np.ndarray, values: np.ndarray, level: float) -> float:
     return float(t0 + (level - v0) * (t1 - t0) / (v1 - v0))
 
 
+def _fast_instant(config: Config, d: int) -> float:
+    """Fast time t = nα_d of claim (a)'s instant at dimension d: ``fast_time`` (P1: the fast
+    phase lasts O(1/α_d) samples), or under ``fast_clock="slow"`` the fixed slow time
+    ``fast_time``/d_max, i.e. t = fast_time·d/d_max (a fast phase of O(d/α_d) samples)."""
+    scale = d / config.d[-1] if config.fast_clock == "slow" else 1.0
+    return config.fast_time * scale
+
+
 def _interp(traj, values: np.ndarray, t_fast: float) -> float:
     """``values`` (along the record grid) at fast time ``t_fast``, linear in t."""
     return float(np.interp(t_fast, traj["time_fast"].values, values))
@@ -209,6 +235,25 @@ class AIMUntied(Experiment):
             {"collapse_axis": "fast"},
             ("slow-collapse",),
             "the collapse time is measured on the fast axis nα_d instead of τ = nα_d/d",
+        ),
+        "small-init": Control(
+            {"init_power": -0.5},
+            ("fast-equilibrium", "slow-move", "dichotomy-repaired", "dichotomy-signal"),
+            "student entries N(0, 1/d²): Frobenius norm O(1), not P1's Θ(√d), so the fast rate "
+            "D = t^A + t^B (Eq. 28) and the slow drift (Eq. 42, ∝ D) are O(1/d): no fast "
+            "relaxation, no O(1) overlap change by τ_max although the signal is ≠ 0",
+        ),
+        "centred-h1": Control(
+            {"centred": ["h1"]},
+            ("dichotomy-trapped",),
+            "the centred case with h1, whose mean slope E h1' = 1 ≠ 0 (Eq. 49): the centred start "
+            "does not trap by itself, only the vanishing E h2'(Z) = √2·m at m = 0 does",
+        ),
+        "fast-slow-clock": Control(
+            {"fast_clock": "slow"},
+            ("fast-separation-scales",),
+            "the fast phase lasts a fixed slow time τ = fast_time/d_max at every d (O(d/α_d) "
+            "samples, no fast–slow separation) instead of the fast time nα_d = fast_time",
         ),
     }
 
@@ -282,7 +327,7 @@ class AIMUntied(Experiment):
 
             def stat(idx):
                 p = psym[d][idx.astype(int)].mean(axis=0)
-                return abs(_interp(traj, p, tf) - p[0]) / abs(p[-1] - p[0])
+                return abs(_interp(traj, p, _fast_instant(config, d)) - p[0]) / abs(p[-1] - p[0])
 
             return stat
 
