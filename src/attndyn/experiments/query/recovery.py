@@ -594,6 +594,7 @@ class QueryRecovery(Experiment):
         ax.set_xlabel("step η")
         ax.set_ylabel("gap")
         ax.set_title("(c) gaps shrink with the step")
-        ax.legend(frameon=False, fontsize=8)
+        if ax.get_legend_handles_labels()[0]:  # empty when only recovery cases run
+            ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()
         return save_figure(fig, path)
