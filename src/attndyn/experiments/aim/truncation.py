@@ -34,7 +34,10 @@ Errors are max over t₁, q₁₁, q₁₂ of |truncation − reference|; theory
 is interpolated to the SGD record times.
 
 Negative controls: ``sgd-half-gamma`` (SGD of the large-γ regime run at γ/2 against the theory
-at γ), ``sgd-beta-2x`` (SGD at 2β against the theory at β).
+at γ), ``sgd-beta-2x`` (SGD at 2β against the theory at β), ``theory-time-x4`` (the theory read
+at 4t: t_inside beyond the γ = 0 radius, the radius before t_inside), ``theory-no-decay`` (the
+theory without Eq. 11's decay term: the large-γ truncation then has a radius inside its
+horizon).
 
 Presets: ``tiny`` d = 48, M = 2..4, 4 seeds, a coarser quadrature (``quad_log2`` 10); ``small``
 d = 96, M = 2..6, 4 seeds; ``paper`` d = 400, lr 0.01 and batch 512 read as a batch mean
@@ -89,6 +92,12 @@ class Config(ExperimentConfig):
     sgd_beta_factor: float = Field(
         1.0, gt=0, description="SGD at factor·β, the theory at β (1; a control sets 2)"
     )
+    theory_time_factor: float = Field(
+        1.0, gt=0, description="theory read at factor·t of the SGD's time (1; a control sets 4)"
+    )
+    theory_gamma_factor: float = Field(
+        1.0, ge=0, description="theory at factor·γ, SGD at γ (1; a control sets 0)"
+    )
     err_floor: float = Field(
         1e-6, gt=0, description="errors below this are ODE round-off (rtol 1e-8), not compared"
     )
@@ -124,6 +133,18 @@ def _ratio(errors: list[float], degrees: list[int]) -> float:
     if not np.all(np.isfinite(e)) or np.any(e <= 0):
         return float("inf")
     return float(np.exp(np.polyfit(np.asarray(degrees, float), np.log(e), 1)[0]))
+
+
+def _clock(theory, factor: float):
+    """A theory run on its own clock s, relabelled to the SGD's time t = s/factor (and its radius
+    estimate with it)."""
+    if factor == 1.0:
+        return theory
+    out = theory.assign_coords(time=theory.time.values / factor)
+    radius = theory.attrs.get("truncation_radius")
+    if radius is not None:
+        out.attrs["truncation_radius"] = radius / factor
+    return out
 
 
 class AIMTruncation(Experiment):
@@ -164,6 +185,25 @@ class AIMTruncation(Experiment):
             "SGD trains a softmax at 2β while the theory keeps β (at γ_large the decay dominates "
             "and the change stays within 5 %)",
         ),
+        "theory-time-x4": Control(
+            {"theory_time_factor": 4.0},
+            (
+                "geometric-in-M-inside",
+                "horizon-gamma0",
+                "sgd-matches-largest-M-inside",
+                "sgd-matches-largest-M-large-gamma",
+                "flow-tracks-sgd",
+            ),
+            "the theory read at 4t (the tied factor 4 of t = 4nα_d/d counted twice): t_inside "
+            "lands beyond the γ = 0 radius, where the error grows with M, and the radius before "
+            "t_inside",
+        ),
+        "theory-no-decay": Control(
+            {"theory_gamma_factor": 0.0},
+            ("geometric-in-M-large-gamma", "sgd-matches-largest-M-large-gamma"),
+            "the theory drops the decay term −(γ/2)|α| μ_α of Eq. 11 (SGD keeps γ): without "
+            "γ > γ* the truncation has a finite radius, inside the large-γ horizon",
+        ),
     }
 
     def claim_names(self, config: Config) -> list[str]:
@@ -200,18 +240,23 @@ class AIMTruncation(Experiment):
         regimes = {"gamma0": (0.0, config.t_max), "large": (config.gamma_large, config.t_max_large)}
         out: dict[str, Any] = {}
         m_max = max(config.truncations)
+        clock = config.theory_time_factor
+
+        def predict(**kw):
+            return _clock(ctx.predict("aim", **kw), clock)
+
         for key, (gamma, t_max) in regimes.items():
             base = self._base(config, gamma, t_max)
             sgd_gamma = gamma * (config.sgd_gamma_factor if key == "large" else 1.0)
             sgd_beta = config.beta * config.sgd_beta_factor
             sim = ctx.simulate("aim", **{**base, "weight_decay": sgd_gamma, "beta": sgd_beta})
             th = {**base, "records": config.theory_records, "quad_log2": config.quad_log2}
+            th |= {"t_max": clock * t_max, "weight_decay": gamma * config.theory_gamma_factor}
             one = {**th, "seeds": 1, "moment_degree": 3}
-            flow = ctx.predict("aim", **one, method="matrix-flow")
+            flow = predict(**one, method="matrix-flow")
             # the radius estimate (attrs) for the largest M at γ = 0 only
             trunc = {
-                m: ctx.predict(
-                    "aim",
+                m: predict(
                     **one,
                     method="hierarchy",
                     truncation=m,
@@ -221,8 +266,7 @@ class AIMTruncation(Experiment):
             }
             # the largest truncation from each seed's own initial moments, for that seed's SGD
             per_seed = [trunc[m_max]] + [
-                ctx.predict(
-                    "aim",
+                predict(
                     **{**one, "seed": config.seed + s},
                     method="hierarchy",
                     truncation=m_max,
@@ -232,10 +276,10 @@ class AIMTruncation(Experiment):
             ]
             out[key] = {"sim": sim, "flow": flow, "trunc": trunc, "per_seed": per_seed}
         # the matrix flow from every other seed's initial matrices (γ = 0, whole horizon)
-        g0 = {**self._base(config, 0.0, config.t_max), "seeds": 1, "moment_degree": 3}
+        g0 = {**self._base(config, 0.0, clock * config.t_max), "seeds": 1, "moment_degree": 3}
         g0 |= {"records": config.theory_records, "quad_log2": config.quad_log2}
         out["flows"] = [out["gamma0"]["flow"]] + [
-            ctx.predict("aim", **{**g0, "seed": config.seed + s}, method="matrix-flow")
+            predict(**{**g0, "seed": config.seed + s}, method="matrix-flow")
             for s in range(1, config.seeds)
         ]
         return out

@@ -37,8 +37,10 @@ measurement, not a claim (``notebook_deviation`` in the summary, at the notebook
 only, with the seed-to-seed spread beside it): the notebooks are one seed with fresh evaluation
 data, ours a fixed evaluation set and another random stream.
 
-Negative control ``swapped-ov`` (``swap_ov``): the two runs' labels exchanged, so "collapsed" is
+Negative controls: ``swapped-ov`` (``swap_ov``): the two runs' labels exchanged, so "collapsed" is
 the factorised run; every comparison claim and both sensitivity-shape claims must fail.
+``attention-on-common`` (``attend_common``): the mass α on the common tokens (the model at 1 − α
+on the relevant ones), so both ``final-loss-decreasing-in-alpha-*`` claims must fail.
 
 Presets: ``paper`` is the notebooks' setting (SGD lr 1e-2, 500 epochs × 250 steps of 128
 sequences, seq_len 64, α ∈ {0.2, 0.4, 0.6, 0.8, 1}, 101 records) with 4 seeds; ``small`` runs lr
@@ -102,6 +104,11 @@ class Config(ExperimentConfig):
     swap_ov: bool = Field(
         False, description="negative control: the collapsed and factorised labels exchanged"
     )
+    attend_common: bool = Field(
+        False,
+        description="negative control: mass α on the common (irrelevant) tokens, i.e. the "
+        "model trained at 1 − α on the relevant ones",
+    )
 
     @model_validator(mode="after")
     def _increasing(self) -> Config:
@@ -113,11 +120,16 @@ class Config(ExperimentConfig):
         return self
 
 
+def _model_alpha(config: Config, alpha: float) -> float:
+    """The mass on the relevant tokens of the model labelled α (1 − α under ``attend_common``)."""
+    return 1.0 - alpha if config.attend_common else alpha
+
+
 def _run_config(config: Config, ov: str):
     from attndyn.models.circuits.theory.fixed_attention import FixedAttentionConfig
 
     return FixedAttentionConfig(
-        alphas=config.alphas,
+        alphas=[_model_alpha(config, a) for a in config.alphas],
         ov=ov,
         lr=config.lr,
         t_max=config.steps,
@@ -166,6 +178,15 @@ class CircuitsFixedAttention(Experiment):
             "the collapsed and factorised runs' labels exchanged (the same runs, reused): the "
             "comparisons and the sensitivity shapes are attributed to the wrong parameterisation",
         ),
+        "attention-on-common": Control(
+            {"attend_common": True},
+            (
+                "final-loss-decreasing-in-alpha-collapsed",
+                "final-loss-decreasing-in-alpha-factorised",
+            ),
+            "the mass α sits on the common (uninformative) tokens, so a larger α takes attention "
+            "off the relevant ones (the model runs at 1 − α on them): the loss must rise with α",
+        ),
     }
 
     def claim_names(self, config: Config) -> list[str]:
@@ -184,14 +205,14 @@ class CircuitsFixedAttention(Experiment):
         runs = {ov: stored_run(_run_config(config, ov), ctx) for ov in OVS}
         if config.swap_ov:
             runs = {"collapsed": runs["factorised"], "factorised": runs["collapsed"]}
-        return {"runs": runs}
+        return {"runs": runs, "model_alpha": {a: _model_alpha(config, a) for a in config.alphas}}
 
     @staticmethod
     def _series(results, ov: str, name: str, alpha: float) -> np.ndarray:
-        """The observable per seed and record, [seed, time]."""
+        """The observable of the model labelled α per seed and record, [seed, time]."""
         from attndyn.models.circuits.theory.fixed_attention import observable_name
 
-        return results["runs"][ov][observable_name(name, alpha)].values
+        return results["runs"][ov][observable_name(name, results["model_alpha"][alpha])].values
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         alphas = list(config.alphas)

@@ -48,7 +48,9 @@ Precondition: no seed of any run diverged (else the outcome is invalid).
 Negative controls: ``ode-time-x2`` (``theory_time_factor=2``): the ODE compared at twice the
 SGA's time (a wrong time unit), so the gap no longer shrinks with η and ``ode-tracking`` fails;
 ``no-signal`` (θ = 10⁻⁶ in both recovery cases): no token carries the latent direction, so
-``nuisance-recovery`` (and ``weak-recovery`` where it runs) fails.
+``nuisance-recovery`` (and ``weak-recovery`` where it runs) fails; ``init-leak``
+(``init_overlap=0.2``, the nuisance case only): every recovery seed starts on the +u side, so the
+final signs are all +u and ``sign-split`` fails.
 
 Samplers: the ``nuisance`` and ``weak`` runs use ``sampler`` (default ``reduced``: the exact
 O(n)-scalar sampler of the (α, b) chain, docs/query-reduced-sampler.md); ``tracking`` and
@@ -146,6 +148,12 @@ class Config(ExperimentConfig):
     theory_time_factor: float = Field(
         1.0, gt=0, description="negative control: the ODE read at this multiple of SGA's time"
     )
+    init_overlap: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="negative control: every recovery seed starts at m₀ = this (None: uniform)",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Config:
@@ -199,7 +207,7 @@ def recovery_values(config: Config, case: str) -> dict[str, Any]:
         sampler=config.sampler,
         records=40,
         grid="log",
-    )
+    ) | ({} if config.init_overlap is None else {"init_overlap": config.init_overlap})
 
 
 def _track_law(config: Config) -> dict[str, Any]:
@@ -285,6 +293,13 @@ class QueryRecovery(Experiment):
             "the informative tokens carry no signal (θ = 10⁻⁶ in both recovery cases: every "
             "token is a nuisance): |m| stays at its random level, so recovery must fail; the "
             "claim cannot be met by the projection or the step schedule alone",
+        ),
+        "init-leak": Control(
+            {"init_overlap": 0.2, "cases": ["nuisance"]},
+            ("sign-split",),
+            "every recovery seed starts at m₀ = +0.2 (a typical random |m₀| ~ 1/√d, but the "
+            "latent sign leaked into the initial query): m = 0 is a fixed point of the even "
+            "flow, so the final sign is the initial one and the split is not 50/50",
         ),
     }
 
@@ -579,6 +594,7 @@ class QueryRecovery(Experiment):
         ax.set_xlabel("step η")
         ax.set_ylabel("gap")
         ax.set_title("(c) gaps shrink with the step")
-        ax.legend(frameon=False, fontsize=8)
+        if ax.get_legend_handles_labels()[0]:  # empty when only recovery cases run
+            ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()
         return save_figure(fig, path)
