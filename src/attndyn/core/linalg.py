@@ -60,3 +60,11 @@ def thin_svd(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
 def qr_r(a: jax.Array) -> jax.Array:
     """The triangular factor R of the reduced QR decomposition A = QR."""
     return jnp.linalg.qr(a, mode="r")
+
+
+def effective_rank(s: jax.Array) -> jax.Array:
+    """exp(H(p)), p = σ/Σσ, of singular values σ (Roy & Vetterli 2007): 1 for rank one, k for k
+    equal values."""
+    p = s / jnp.maximum(jnp.sum(s), jnp.finfo(s.dtype).tiny)
+    h = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
+    return jnp.exp(h)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn.core.linalg import qr_r, singular_values
+from attndyn.core.linalg import effective_rank, qr_r, singular_values
 from attndyn.models.circuits import model
 from attndyn.models.circuits.data import relevant_mask
 
@@ -42,13 +42,6 @@ BINS = 5
 def factored_svals(a: jnp.ndarray, b: jnp.ndarray) -> jnp.ndarray:
     """Singular values of A B (A: n×k, B: k×m) from the k×k core R_A R_Bᵀ, descending."""
     return singular_values(qr_r(a) @ qr_r(b.T).T)
-
-
-def effective_rank(s: jnp.ndarray) -> jnp.ndarray:
-    """exp(entropy of σ/Σσ) (Roy & Vetterli 2007); 1 for rank one, k for k equal values."""
-    p = s / jnp.maximum(jnp.sum(s), jnp.finfo(s.dtype).tiny)
-    ent = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
-    return jnp.exp(ent)
 
 
 def factors(params: dict) -> dict[str, tuple]:

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from attndyn.core.linalg import singular_values, thin_svd
+from attndyn.core.linalg import effective_rank, singular_values, thin_svd
 from attndyn.models.markov.model import (
     Arch,
     Params,
@@ -41,14 +41,6 @@ from attndyn.models.markov.model import (
     population_logits,
     shorthands,
 )
-
-
-def effective_rank(a: jax.Array) -> jax.Array:
-    """exp(H(p)), p = σ/Σσ the normalised singular values."""
-    s = singular_values(a)
-    p = s / jnp.maximum(jnp.sum(s), jnp.finfo(s.dtype).tiny)
-    h = -jnp.sum(jnp.where(p > 0, p * jnp.log(jnp.where(p > 0, p, 1.0)), 0.0))
-    return jnp.exp(h)
 
 
 def row_entropy(a: jax.Array) -> jax.Array:
@@ -88,9 +80,9 @@ def observe(
         "kl_uniform": jnp.sum(pi * _kl_rows(uniform, logp)),
         "kl_unigram": jnp.sum(pi * _kl_rows(jnp.broadcast_to(pi, (d, d)), logp)),
         "kl_bigram": jnp.sum(pi * _kl_rows(P, logp)),
-        "erank_W0": effective_rank(W0),
-        "erank_W1": effective_rank(params["W1"]),
-        "erank_WQK": effective_rank(sh["WQK"]),
+        "erank_W0": effective_rank(singular_values(W0)),
+        "erank_W1": effective_rank(singular_values(params["W1"])),
+        "erank_WQK": effective_rank(singular_values(sh["WQK"])),
         "phi_norm": jnp.linalg.norm(sh["Phi"]),
         "m_norm": jnp.linalg.norm(sh["M"]),
     }
