@@ -99,3 +99,31 @@ def test_projection_after_each_step():
             expected.append(w[0])
     np.testing.assert_allclose(res.observables["w0"][0], expected, rtol=1e-5)
     np.testing.assert_allclose(res.observables["norm"][0], 1.0, rtol=1e-6)
+
+
+def test_one_non_finite_parameter_entry_freezes_the_seed_at_that_step():
+    """The guard checks every parameter entry, not a sum that can overflow: w = (counter, big,
+    big, poison) with the two big entries growing by 0.6e38 a step (finite, but their sum passes
+    the float32 maximum 3.4e38 after step 2) and NaN put into the last entry at step 4, while the
+    loss stays finite. The seed is frozen at step 4 with its values after step 3."""
+
+    def init(key):
+        return {"w": jnp.zeros(4)}, {"nan_step": 4.0 + 0.0 * jax.random.uniform(key)}
+
+    def value_and_grad(p, s, batch):
+        k = p["w"][0]  # w[0] = k before step k
+        poison = jnp.where(k >= s["nan_step"], jnp.nan, 0.0)
+        return jnp.zeros(()), {"w": jnp.array([-1.0, -0.6e38, -0.6e38, poison])}
+
+    problem = Problem(
+        init=init,
+        sample=lambda key: jnp.zeros(()),
+        loss=lambda p, s, batch: jnp.zeros(()),
+        value_and_grad=value_and_grad,
+        observe=lambda p, s: {"w0": p["w"][0], "big": p["w"][1]},
+        update=optimizer("sgd", 1.0),
+    )
+    res = train(problem, np.array([0, 2, 10]), np.array([0]))
+    assert res.diverged_step[0] == 4
+    np.testing.assert_array_equal(res.observables["w0"][0], [0.0, 2.0, 4.0])
+    assert res.observables["big"][0, -1] == np.float32(4 * np.float32(0.6e38))

@@ -168,7 +168,7 @@ def make_flow_advance(
             err = err_norm(e, fc.y, y1)
             finite = jnp.isfinite(err)
             for leaf in jax.tree.leaves(f1):
-                finite &= jnp.isfinite(jnp.sum(leaf))
+                finite &= jnp.all(jnp.isfinite(leaf))
             ok = finite & (err <= 1.0)
             factor = jnp.clip(0.9 * jnp.where(err > 0, err, 1e-12) ** exponent, 0.2, 5.0)
             h_next = jnp.where(finite, h * factor, h * 0.2)

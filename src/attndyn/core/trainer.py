@@ -118,7 +118,7 @@ def make_step(problem: Problem) -> Callable:
             new = problem.project(new)
         finite = jnp.isfinite(loss)
         for theta in jax.tree.leaves(new):
-            finite &= jnp.isfinite(jnp.sum(theta))
+            finite &= jnp.all(jnp.isfinite(theta))
         div = jnp.where((div < 0) & ~finite, k, div)
         frozen = div >= 0
 
