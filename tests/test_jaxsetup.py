@@ -60,3 +60,31 @@ def test_a_truncated_compilation_cache_entry_is_skipped_and_rewritten(tmp_path):
     assert again == first
     assert "Error reading" not in err and "Warning" not in err, err
     assert {p: p.stat().st_size for p in cache.glob("*-cache")} == entries  # rewritten whole
+
+
+PRECISION_PROBE = """
+import jax
+import attndyn.core.trainer  # imports jaxsetup, as every simulation does
+print(jax.config.jax_default_matmul_precision)
+"""
+
+
+def test_float32_matmuls_are_full_precision_unless_the_user_chose():
+    """JAX's default lets GPUs use TF32 for float32 dots; attndyn asks for full float32, and a
+    precision set through JAX_DEFAULT_MATMUL_PRECISION is left alone."""
+    import subprocess
+    import sys
+
+    def probe(**env):
+        base = {k: v for k, v in os.environ.items() if k != "JAX_DEFAULT_MATMUL_PRECISION"}
+        out = subprocess.run(
+            [sys.executable, "-c", PRECISION_PROBE],
+            env=base | env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout.strip().splitlines()[-1]
+
+    assert probe() == "highest"
+    assert probe(JAX_DEFAULT_MATMUL_PRECISION="tensorfloat32") == "tensorfloat32"

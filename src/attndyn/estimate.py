@@ -16,6 +16,10 @@ calibration has compiled it (record points beyond two are not timed: each costs 
 steps between them). When the calibration reaches ``total_steps`` it *is* the run, and the
 estimate is its measured time. docs/sweeps.md, "Estimates and the time limit", describes how
 the CLI uses it (``--dry-run``, ``--max-hours``, ``--yes``).
+
+``flops_per_step`` and ``bytes_per_step`` are XLA's operation count of the compiled loop the
+calibration ran (:mod:`attndyn.core.cost`: the trainer's step, or the flow's Runge–Kutta steps
+spread over the optimiser steps), for all the run's seeds; None where no loop reported one.
 """
 
 from __future__ import annotations
@@ -62,6 +66,13 @@ class RunEstimate:
     calibration_s: float
     exact: bool
     recompile_s: float | None = None  # a later call's compile events: the cost once cached
+    flops_per_step: float | None = None  # XLA's count, all seeds (attndyn.core.cost)
+    bytes_per_step: float | None = None
+
+    @property
+    def flops(self) -> float | None:
+        """Floating-point operations of the whole run (XLA's count), if known."""
+        return None if self.flops_per_step is None else self.flops_per_step * self.steps
 
     @property
     def seed_steps(self) -> int:
@@ -76,6 +87,7 @@ class RunEstimate:
             **asdict(self),
             "seed_steps": self.seed_steps,
             "memory_bytes": self.memory_bytes,
+            "flops": self.flops,
         }
 
 
@@ -154,6 +166,7 @@ def calibrate_with_probe(
 ) -> tuple[RunEstimate, Any]:
     """:func:`calibrate` and the Trajectory of its last short run (the run's observables and
     coordinates on a two-point grid: an experiment's dry run builds its placeholders from it)."""
+    from attndyn.core import cost
     from attndyn.models import get_family
 
     module = get_family(family)
@@ -165,7 +178,9 @@ def calibrate_with_probe(
     n, traj = min(total, FIRST_STEPS), None
     while True:
         cfg = reduced(family, config, n)
-        wall, comp, traj = _timed(lambda cfg=cfg: module.simulate(cfg, seeds=seeds))
+        with cost.recording() as reports:
+            wall, comp, traj = _timed(lambda cfg=cfg: module.simulate(cfg, seeds=seeds))
+        counted = cost.per_step(reports, cfg.total_steps)
         spent += wall
         compile_s = compile_s or comp  # the first call compiles; later ones hit the cache
         recompile.append(comp)
@@ -196,6 +211,8 @@ def calibrate_with_probe(
         calibration_s=spent,
         exact=exact,
         recompile_s=recompile[1] if len(recompile) > 1 else compile_s,
+        flops_per_step=counted["flops"] if counted else None,
+        bytes_per_step=counted["bytes"] if counted else None,
     )
     return est, traj
 
@@ -291,8 +308,9 @@ def summary_line(est: RunEstimate) -> str:
         if est.exact
         else f"{est.step_s:.3g} s/step from {est.calibration_steps} calibration steps"
     )
+    flops = "" if est.flops is None else f"FLOPs: {est.flops:.3g} (XLA's count); "
     return (
-        f"steps: {est.steps} × {est.seeds} seeds = {est.seed_steps:.4g}; memory: "
+        f"steps: {est.steps} × {est.seeds} seeds = {est.seed_steps:.4g}; {flops}memory: "
         f"{size(est.memory_bytes)} of recorded values ({est.values} × 8 bytes); time: "
         f"{duration(est.seconds)} (compile {est.compile_s:.3g} s; {how})"
     )

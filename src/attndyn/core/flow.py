@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from attndyn.core import devices
+from attndyn.core import cost, devices
 from attndyn.core.progress import Chunker, report_steps
 from attndyn.core.trainer import RunResult, seed_keys
 
@@ -270,6 +270,7 @@ def integrate_flow(
             }
         )
         steps.append(int(np.max(np.asarray(carry.steps))))
+    cost.report(steps[-1], advance, carry, t_seed, state, jnp.asarray(times[-1], dtype), 1)
     names = list(records[0])
     return RunResult(
         steps=np.asarray(steps, np.int64),

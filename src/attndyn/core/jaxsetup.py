@@ -17,6 +17,14 @@ waiting on XLA's thread pool: :mod:`attndyn.core.linalg`. Turning every YNNPACK 
 (``XLA_FLAGS='--xla_cpu_experimental_ynn_fusion_type=""'``) made the test suite take over 1,100 s
 instead of 693 s and the aim batch-1 step slower: BENCHMARKS.md, "XLA:CPU's YNNPACK fusions".)
 
+Float32 matmuls at float32 precision: JAX's default lets a GPU compute float32 dots on TF32 tensor
+cores (10-bit mantissa; bf16 passes on TPU), which would make a GPU run differ from the CPU run of
+the same config by ~10⁻³ relative per product. :func:`full_float32_matmuls` sets
+``jax_default_matmul_precision`` to ``highest`` on import unless the user chose a precision
+(``JAX_DEFAULT_MATMUL_PRECISION``, e.g. ``tensorfloat32`` for speed over exactness). On CPU it
+changes nothing: the AIM benchmark step gave bitwise-equal parameters after 550 steps at the
+same speed (BENCHMARKS.md, "Issue 16: the AIM step").
+
 A damaged cache entry (truncated by a killed process or a file-size limit: JAX writes entries in
 place) makes JAX 0.10 warn on every later run ("Error reading persistent compilation cache
 entry …", two lines per entry) and never rewrite it, since it does not overwrite an existing
@@ -46,6 +54,17 @@ def avoid_ynn_fusion_bug() -> None:
 
 
 avoid_ynn_fusion_bug()
+
+
+def full_float32_matmuls() -> None:
+    """``jax_default_matmul_precision = "highest"`` unless ``JAX_DEFAULT_MATMUL_PRECISION`` is set
+    or a precision was already configured."""
+    if "JAX_DEFAULT_MATMUL_PRECISION" in os.environ or jax.config.jax_default_matmul_precision:
+        return
+    jax.config.update("jax_default_matmul_precision", "highest")
+
+
+full_float32_matmuls()
 
 
 def heal_damaged_cache_entries() -> bool:

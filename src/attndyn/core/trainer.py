@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from attndyn.core import devices
+from attndyn.core import cost, devices
 from attndyn.core.jaxsetup import enable_compilation_cache
 from attndyn.core.progress import Chunker, report_steps
 
@@ -184,6 +184,7 @@ def train(
             k += n
             report_steps(k, total)
         records.append(jax.device_get(observe(carry.params, state)))
+    cost.report(total, advance, carry, state, data_keys, 0, 1)
     names = list(records[0])
     observables = {n: np.stack([r[n] for r in records], axis=1) for n in names}
     return RunResult(

@@ -64,6 +64,7 @@ class PlannedRun:
     seconds: float | None = None
     program: int | None = None
     note: str = ""
+    flops: float | None = None  # XLA's count of the run's steps (attndyn.core.cost)
 
     def as_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -114,6 +115,11 @@ class ExperimentPlan:
     def values(self) -> int:
         return sum(r.values or 0 for r in self._to_run())
 
+    @property
+    def flops(self) -> float:
+        """Σ XLA's FLOP counts of the simulations to run whose count is known."""
+        return sum(r.flops or 0.0 for r in self._to_run())
+
     def counts(self) -> dict[str, int]:
         out = {"n_runs": len(self.runs), "stored": sum(r.stored for r in self.runs)}
         for kind in ("simulation", "theory", "compute"):
@@ -133,6 +139,7 @@ class ExperimentPlan:
             "steps": self.steps,
             "memory_bytes": 8 * self.values,
             "seconds": self.seconds,
+            "flops": self.flops,
             "compile_s": self.compile_s,
             "programs": self.programs,
             "dry_run_s": self.dry_run_s,
@@ -268,6 +275,8 @@ class DryRunContext:
             step_s = cal["step_s"] if per_seed else cal["step_s"] / cal["seeds"] * run.seeds
             run_s = cal["overhead_s"] + step_s * config.total_steps
         run.seconds = cal["recompile_s"] + run_s
+        if cal.get("flops_per_step") is not None:
+            run.flops = cal["flops_per_step"] / cal["seeds"] * run.seeds * config.total_steps
         records = estimate.record_count(config)
         run.values = round(cal["values"] / (cal["records"] * cal["seeds"]) * records * run.seeds)
         return self._probes[index]
@@ -408,8 +417,11 @@ def summary_lines(plan: ExperimentPlan) -> list[str]:
         f"{c['n_runs']} runs: {c['stored']} stored (free), {c['simulation_to_run']} simulations, "
         f"{c['theory_to_run']} theory and {c['compute_to_run']} experiment-computed runs to run"
     ]
+    sims = plan._to_run("simulation")
+    counted = sum(r.flops is not None for r in sims)
+    flops = f"FLOPs: {plan.flops:.3g} (XLA's count, {counted} of {len(sims)} simulations); "
     lines.append(
-        f"steps: {plan.steps:.4g} (optimiser steps × seeds, to run); memory: "
+        f"steps: {plan.steps:.4g} (optimiser steps × seeds, to run); {flops}memory: "
         f"{size(8 * plan.values)} of recorded simulation values; time: "
         f"{duration(plan.seconds)} for the simulations ({len(plan.programs)} programs, each "
         f"calibrated once; their first compile, {plan.compile_s:.3g} s, was the dry run's)"

@@ -54,6 +54,7 @@ class SweepEstimate:
     steps: int | None = None  # Σ over runs to run of optimiser steps × seeds
     values: int | None = None
     seconds: float | None = None
+    flops: float | None = None  # XLA's count per seed-step of the calibrated run × steps
     workers: int = 1
     calibration: dict[str, Any] | None = None
     note: str = ""
@@ -154,6 +155,8 @@ def estimate_sweep(
     per_value = run.values / (run.records * run.seeds)
     values = sum(r.config["seeds"] * r.config["records"] for r in missing)  # records: at most
     est.values = round(scale * per_value * values)
+    if run.flops_per_step is not None:
+        est.flops = run.flops_per_step / run.seeds * est.steps
     return est, plan
 
 
@@ -219,6 +222,10 @@ def summary_lines(est: SweepEstimate, root) -> list[str]:
         lines.append(est.note)
         return lines
     cost = [f"steps: {approx}{est.steps:.4g} (optimiser steps × seeds, to run)"]
+    if est.flops is not None:
+        cost.append(
+            f"FLOPs: ≈ {est.flops:.3g} (XLA's count of the calibrated run, per step × seed)"
+        )
     if est.memory_bytes is not None:
         cost.append(f"memory: {approx}{size(est.memory_bytes)} of recorded values (8 bytes each)")
     if est.seconds is not None:
