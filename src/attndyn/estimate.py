@@ -68,6 +68,7 @@ class RunEstimate:
     recompile_s: float | None = None  # a later call's compile events: the cost once cached
     flops_per_step: float | None = None  # XLA's count, all seeds (attndyn.core.cost)
     bytes_per_step: float | None = None
+    iterations_per_step: float | None = None  # loop iterations (1 for the trainer)
 
     @property
     def flops(self) -> float | None:
@@ -213,6 +214,7 @@ def calibrate_with_probe(
         recompile_s=recompile[1] if len(recompile) > 1 else compile_s,
         flops_per_step=counted["flops"] if counted else None,
         bytes_per_step=counted["bytes"] if counted else None,
+        iterations_per_step=counted["iterations"] if counted else None,
     )
     return est, traj
 

@@ -66,8 +66,11 @@ def report(iterations: int, jitted: Any, *args: Any) -> None:
 
 def per_step(reports: list[dict[str, float]], steps: int) -> dict[str, float] | None:
     """Σ over the reports of cost × iterations, per ``steps`` (a run's optimiser steps): what
-    one step of all its seeds costs (None without reports)."""
+    one step of all its seeds costs, and ``iterations``, the loop iterations per step (1 for the
+    trainer; the flow's Runge–Kutta steps per unit of its step count). None without reports."""
     if not reports or steps <= 0:
         return None
     keys = ("flops", "transcendentals", "bytes")
-    return {k: sum(r[k] * r["iterations"] for r in reports) / steps for k in keys}
+    out = {k: sum(r[k] * r["iterations"] for r in reports) / steps for k in keys}
+    out["iterations"] = sum(r["iterations"] for r in reports) / steps
+    return out
