@@ -89,6 +89,8 @@ def gpu_seconds(plan: dict, eff: float, eff_mem: float, tau: float) -> float | N
 
 
 def gpu_cell(plan: dict) -> str:
+    if not plan.get("simulation_to_run"):
+        return "—"
     fast, slow = (gpu_seconds(plan, *p) for p in GPU_RANGE)
     if fast is None or slow is None:
         return "—"
