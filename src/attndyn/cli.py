@@ -125,7 +125,10 @@ def simulate(
     force: Annotated[bool, typer.Option("--force", help="recompute a stored run")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON summary")] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="print steps, FLOPs, memory and estimated time; run nothing")
+        bool,
+        typer.Option(
+            "--dry-run", help="print steps, FLOPs, memory and estimated time; run nothing"
+        ),
     ] = False,
     yes: YesOpt = False,
     max_hours: MaxHoursOpt = 1.0,
@@ -295,7 +298,9 @@ def run(
     progress: ProgressOpt = True,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", help="list the runs with steps, FLOPs, memory and time; run nothing"),
+        typer.Option(
+            "--dry-run", help="list the runs with steps, FLOPs, memory and time; run nothing"
+        ),
     ] = False,
     yes: YesOpt = False,
     max_hours: MaxHoursOpt = 1.0,

@@ -4,13 +4,12 @@
 The trainer's step and the flow integrator's Runge–Kutta step each run as the body of a jitted
 ``while`` loop. XLA's cost analysis of the compiled loop counts its body once, so it is the cost
 of one iteration for all the run's seeds: ``flops`` (floating-point operations; a fused
-multiply–add counts 2), ``transcendentals`` and ``bytes`` (bytes accessed by the operations,
-before caching). Custom calls (LAPACK's SVD, QR, LU on CPU) count 0.
+multiply–add counts 2) and ``bytes`` (bytes accessed by the operations, before caching).
+Custom calls (LAPACK's SVD, QR, LU on CPU) count 0.
 
 While :func:`recording` is active, :func:`report` (called by :func:`attndyn.core.trainer.train`
 and :func:`attndyn.core.flow.integrate_flow` after their loops) appends
-``{"flops", "transcendentals", "bytes", "iterations"}`` for each loop run; nothing is computed
-otherwise. The compiled program is the one the run used (jit's cache), so a report costs no
+``{"flops", "bytes", "iterations"}`` for each loop run; nothing is computed otherwise. The compiled program is the one the run used (jit's cache), so a report costs no
 compilation.
 """
 
@@ -35,8 +34,8 @@ def recording() -> Iterator[list[dict[str, float]]]:
 
 
 def loop_cost(jitted: Any, *args: Any) -> dict[str, float] | None:
-    """XLA's cost analysis of ``jitted`` compiled at ``args``: flops, transcendentals and bytes
-    accessed (None where the backend gives none)."""
+    """XLA's cost analysis of ``jitted`` compiled at ``args``: flops and bytes accessed (None
+    where the backend gives none)."""
     try:
         analysis = jitted.lower(*args).compile().cost_analysis()
     except Exception:  # noqa: BLE001 - an estimate's extra, never a reason to fail a run
@@ -47,7 +46,6 @@ def loop_cost(jitted: Any, *args: Any) -> dict[str, float] | None:
         return None
     return {
         "flops": float(analysis["flops"]),
-        "transcendentals": float(analysis.get("transcendentals", 0.0)),
         "bytes": float(analysis.get("bytes accessed", 0.0)),
     }
 
@@ -70,7 +68,7 @@ def per_step(reports: list[dict[str, float]], steps: int) -> dict[str, float] | 
     trainer; the flow's Runge–Kutta steps per unit of its step count). None without reports."""
     if not reports or steps <= 0:
         return None
-    keys = ("flops", "transcendentals", "bytes")
+    keys = ("flops", "bytes")
     out = {k: sum(r[k] * r["iterations"] for r in reports) / steps for k in keys}
     out["iterations"] = sum(r["iterations"] for r in reports) / steps
     return out
