@@ -39,7 +39,7 @@ set -e
 echo "$EXPERIMENT $PRESET: exit $code after $(($(date +%s) - start)) s" | tee "$OUT/paper-time.txt"
 mkdir -p "$OUT/dry-runs"
 set +e
-for name in $(python -c "from attndyn.experiments import experiment_names; print(*experiment_names())"); do
+for name in $(python -c "from attndyn.claims import experiment_names; print(*experiment_names())"); do
     JAX_PLATFORMS=cuda timeout "$DRY_LIMIT_S" attndyn run "$name" --preset paper --dry-run --json \
         --out "$(mktemp -d)" >"$OUT/dry-runs/$name.json"
     echo "$name dry run: exit $?"

@@ -3,7 +3,7 @@
 Runs ``attndyn run NAME --preset paper --dry-run --json`` for each experiment of
 ``attndyn list`` (each in its own process, with an empty results folder so that nothing counts
 as stored, under ``--timeout`` seconds), and tabulates runs, steps, memory and the calibrated
-time (src/attndyn/experiments/dryrun.py). Usage::
+time (src/attndyn/claims/dryrun.py). Usage::
 
     nice python scripts/paper_estimates.py [--timeout 900] [--only NAME ...]
 
@@ -98,13 +98,13 @@ def gpu_cell(plan: dict) -> str:
 
 
 def duration(seconds: float) -> str:
-    from attndyn.estimate import duration as fmt
+    from attndyn.runs.estimate import duration as fmt
 
     return fmt(seconds)
 
 
 def row(p: dict) -> str:
-    from attndyn.estimate import size
+    from attndyn.runs.estimate import size
 
     if "error" in p:
         return f"| {p['experiment']} | — | — | — | — | — | — | {p['error']} |"
@@ -134,7 +134,7 @@ def main() -> None:
         "--update", action="store_true", help="redo --only NAMEs, keep the other rows of the JSON"
     )
     args = parser.parse_args()
-    from attndyn.experiments import experiment_names
+    from attndyn.claims import experiment_names
 
     names = args.only or experiment_names()
     kept = json.loads(RAW.read_text()) if args.update else []
@@ -161,7 +161,7 @@ def main() -> None:
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, no GPU, "
         f"{platform.system()}; run {started:%Y-%m-%d %H:%M} UTC under `nice` (load average "
         f"{load_before[0]:.1f} before, {load_after[0]:.1f} after). **Each time is an estimate "
-        "from short calibration runs under that load** (src/attndyn/experiments/dryrun.py: per "
+        "from short calibration runs under that load** (src/attndyn/claims/dryrun.py: per "
         "program, one calibration; per run, its compile once cached, overhead and per-step time "
         "× steps); it moves with the load and is not a measurement of the run.",
         "",

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from attndyn.claims.runner import experiment_config
+from attndyn.claims.stats import Interval
 from attndyn.core.trajectory import make_trajectory
 from attndyn.experiments.aim import parameterization as P
-from attndyn.experiments.runner import experiment_config
-from attndyn.experiments.stats import Interval
 
 
 def trajectory(param: str, signal: np.ndarray, p22: float = 0.5, diverged_step=None):

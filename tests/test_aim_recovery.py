@@ -392,8 +392,8 @@ def test_cor4_condition_h1_and_h2():
 
 
 def test_experiment_is_registered_with_valid_presets():
-    from attndyn.experiments import get_experiment
-    from attndyn.experiments.runner import experiment_config
+    from attndyn.claims import get_experiment
+    from attndyn.claims.runner import experiment_config
 
     exp = get_experiment("aim-recovery-scaling")
     for preset in ("tiny", "small", "paper"):
@@ -429,7 +429,7 @@ def test_scaling_fits_recover_known_laws():
 def test_small_preset_claims_hold(tmp_path):
     # ≈ 50 s on two cores: exponent of N_wr/log d in (1.5, 2.5), log power in (0.5, 1.5), slope
     # within 10 % of Eq. 17, all with 95 % bootstrap CIs
-    from attndyn.experiments.runner import run_experiment
+    from attndyn.claims.runner import run_experiment
 
     outcome = run_experiment("aim-recovery-scaling", "small", out=tmp_path)
     assert outcome.passed, [c.as_dict() for c in outcome.claims if not c.passed]

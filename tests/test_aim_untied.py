@@ -417,7 +417,7 @@ def test_untied_theory_rejects_symmetric_teacher():
 def test_experiment_presets_validate():
     """aim-untied: both presets validate; the paper preset is Fig. 3's caption (d = 800, batch 4096,
     batch-mean step 0.01 ⇒ α_d = 0.01/4096) with h3 among the centred cases."""
-    from attndyn.experiments.runner import experiment_config
+    from attndyn.claims.runner import experiment_config
 
     exp, small = experiment_config("aim-untied", "small", {})
     assert exp.cases(small) == ["h1", "h2-centred", "h2-repaired"]

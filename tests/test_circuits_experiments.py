@@ -12,11 +12,11 @@ import sys
 import numpy as np
 import pytest
 
+from attndyn.claims.runner import experiment_config
 from attndyn.core.trajectory import make_trajectory
 from attndyn.errors import InputError
 from attndyn.experiments.circuits.lr_ratio import _rates, mass_at_loss
 from attndyn.experiments.circuits.readings import at_index, at_loss, stop_index
-from attndyn.experiments.runner import experiment_config
 
 
 def attndyn(*args, timeout=600):

@@ -12,8 +12,8 @@ import pytest
 
 from attndyn import run
 from attndyn.api import results
+from attndyn.claims.runner import experiment_config
 from attndyn.errors import InputError
-from attndyn.experiments.runner import experiment_config
 
 
 def test_circuits_ode_json_crossings(tmp_path):

@@ -15,8 +15,8 @@ from helpers import cli
 from rich.console import Console
 
 import attndyn
-from attndyn import cli as cli_mod
-from attndyn.cli_examples import EXAMPLES
+from attndyn.cli import app as cli_mod
+from attndyn.cli.ui.examples import EXAMPLES
 from attndyn.version import __version__
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -69,8 +69,8 @@ def test_every_command_has_examples_in_its_help(monkeypatch, capsys):
 def _validate(name: str, params: dict, tmp: Path) -> None:
     """What a command that computes would check before computing (it must not raise)."""
     from attndyn import runs
-    from attndyn.cli import _values
-    from attndyn.experiments.runner import experiment_config
+    from attndyn.claims.runner import experiment_config
+    from attndyn.cli.app import _values
     from attndyn.models import benchmarks
     from attndyn.sweep.run import plan_sweep
 
@@ -201,7 +201,7 @@ def test_tables_fit_the_terminal(width, folder, monkeypatch, capsys):
 
 
 def test_fit_keeps_ids_wraps_text_and_marks_missing():
-    from attndyn.cli_tables import MISSING, fit
+    from attndyn.cli.ui.tables import MISSING, fit
 
     rid = "0123456789abcdef"
     columns = ["run_id", "note", *[f"column_{i}" for i in range(12)]]
@@ -218,8 +218,8 @@ def test_fit_keeps_ids_wraps_text_and_marks_missing():
 
 
 def test_describe_family_and_experiment(monkeypatch, capsys):
-    from attndyn.experiments import get_experiment
-    from attndyn.experiments.runner import PRESETS, experiment_config
+    from attndyn.claims import get_experiment
+    from attndyn.claims.runner import PRESETS, experiment_config
     from attndyn.models import get_family
 
     code, out, _ = cli(monkeypatch, capsys, "describe", "aim", "--json")
@@ -244,8 +244,8 @@ def test_describe_family_and_experiment(monkeypatch, capsys):
 def test_every_experiment_claim_has_its_meaning():
     """The claims pages name every declared claim (exactly or by a pattern such as
     ``sgd-tracks-exact-d<d>``), so describe has a meaning for each."""
-    from attndyn.describe import describe_experiment
-    from attndyn.experiments import experiment_names
+    from attndyn.claims import experiment_names
+    from attndyn.cli.describe import describe_experiment
 
     missing = {
         name: [c["name"] for c in describe_experiment(name)["claims"] if len(c) == 2]

@@ -94,8 +94,8 @@ def test_every_float_field_of_every_family_rejects_non_finite(value):
 
 
 def test_booleans_are_not_numbers_and_seeds_stay_below_2_31():
+    from attndyn.claims import get_experiment
     from attndyn.core.config import SEED_LIMIT
-    from attndyn.experiments import get_experiment
 
     for _name, cls in _families():
         with pytest.raises(InputError, match="'seeds': must be a number, not a boolean"):

@@ -4,11 +4,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attndyn import estimate
 from attndyn.core import cost
 from attndyn.core.flow import integrate_flow
 from attndyn.core.trainer import Problem, train
 from attndyn.core.updates import optimizer
+from attndyn.runs import estimate
 
 N = 96
 

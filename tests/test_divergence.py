@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from attndyn.cli import app
+from attndyn.cli.app import app
 from attndyn.core.trajectory import DEFAULT_OVERFLOW, make_trajectory, overflow_bound
 from attndyn.store import Store
 
@@ -137,7 +137,7 @@ def test_readme_sweep_example_has_no_diverged_seed(tmp_path):
 
 
 def test_figure_note_counts_dropped_seeds(tmp_path):
-    from attndyn.report.figures import dropped_note, plot_observable
+    from attndyn.figures.draw import dropped_note, plot_observable
 
     tr = _traj(np.array([[1.0, np.nan, 1.0, 1.0, 1.0], [1.0, 2.0, 3.0, 4.0, 5.0]]))
     assert dropped_note(tr) == " (1 of 2 seeds diverged, dropped)"

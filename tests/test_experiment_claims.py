@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from figure_checks import capture_figures, unlabelled_axes
 
-from attndyn.experiments import experiment_names, get_experiment
-from attndyn.experiments.base import RunContext
-from attndyn.experiments.runner import experiment_config, run_experiment
+from attndyn.claims import experiment_names, get_experiment
+from attndyn.claims.base import RunContext
+from attndyn.claims.runner import experiment_config, run_experiment
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "claims"
 

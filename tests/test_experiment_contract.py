@@ -8,17 +8,17 @@ import math
 import numpy as np
 import pytest
 
-from attndyn.core.serial import json_safe
-from attndyn.errors import InputError
-from attndyn.experiments import runner
-from attndyn.experiments.base import (
+from attndyn.claims import runner
+from attndyn.claims.base import (
     Check,
     Claim,
     Control,
     Experiment,
     ExperimentConfig,
 )
-from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.core.serial import json_safe
+from attndyn.errors import InputError
 
 
 @pytest.mark.parametrize(

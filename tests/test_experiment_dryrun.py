@@ -20,9 +20,9 @@ import pytest
 from helpers import cli
 
 from attndyn import runs
-from attndyn.experiments import Experiment, ExperimentConfig
-from attndyn.experiments.dryrun import DryRunContext, plan_experiment, summary_lines
-from attndyn.experiments.runner import run_experiment
+from attndyn.claims import Experiment, ExperimentConfig
+from attndyn.claims.dryrun import DryRunContext, plan_experiment, summary_lines
+from attndyn.claims.runner import run_experiment
 from attndyn.store import Store
 
 SOLVABLE = {"d": [16, 32], "seeds": 2}  # aim-solvable's tiny preset made smaller
@@ -159,7 +159,7 @@ TINY_AIM = dict(d=8, t_max=0.02, records=4, batch=4, seeds=1)
 
 
 def test_a_run_that_needs_values_gives_a_partial_plan(tmp_path, monkeypatch):
-    from attndyn.experiments import runner
+    from attndyn.claims import runner
 
     monkeypatch.setattr(runner, "get_experiment", lambda name: _Adaptive())
     plan = plan_experiment("adaptive", "tiny", out=tmp_path / "results")

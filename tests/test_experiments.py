@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from attndyn.experiments import experiment_names, get_experiment, list_experiments
+from attndyn.claims import experiment_names, get_experiment, list_experiments
 
 
 def attndyn(*args, timeout=600):

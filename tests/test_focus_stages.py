@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from attndyn import runs
+from attndyn.claims.runner import experiment_config, run_experiment
 from attndyn.core.config import parse_assignments, validate
 from attndyn.experiments.markov.stages import (
     plateau_after_drop,
@@ -15,7 +16,6 @@ from attndyn.experiments.markov.stages import (
     sim_values,
     stage1,
 )
-from attndyn.experiments.runner import experiment_config, run_experiment
 from attndyn.models import markov
 from attndyn.models.markov.snapshots import snapshots, stage1_mode
 

@@ -4,6 +4,7 @@ imports alike, and nothing above models/ names a family."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -79,9 +80,41 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+# The layers, top to bottom: a module imports only modules of its own package or of a layer
+# below (README "Layout"). The package face (attndyn, api) sits under the command line; errors
+# and version are leaves that every layer may use.
+LAYERS: list[tuple[str, ...]] = [
+    ("attndyn.__main__",),
+    ("attndyn.cli",),
+    ("attndyn",),
+    ("attndyn.api",),
+    ("attndyn.report", "attndyn.sweep"),
+    ("attndyn.experiments",),
+    ("attndyn.claims",),
+    ("attndyn.runs", "attndyn.figures"),
+    ("attndyn.store", "attndyn.models"),
+    ("attndyn.core",),
+    ("attndyn.errors", "attndyn.version"),
+]
+
+
+def layer_of(module: str) -> tuple[int, str]:
+    """(rank, package) of ``module``: the longest package prefix listed in :data:`LAYERS`."""
+    best: tuple[int, str] | None = None
+    for rank, packages in enumerate(LAYERS):
+        for pkg in packages:
+            if (module == pkg or module.startswith(pkg + ".")) and pkg != "attndyn":
+                if best is None or len(pkg) > len(best[1]):
+                    best = (rank, pkg)
+    if best is None and module == "attndyn":
+        return (LAYERS.index(("attndyn",)), "attndyn")
+    assert best is not None, f"{module} is in no layer: add its package to LAYERS"
+    return best
+
+
 def test_the_graph_sees_function_level_imports():
     graph = import_graph()
-    assert "attndyn.experiments.runner" in graph["attndyn.sweep.tasks"]  # a function-level import
+    assert "attndyn.claims.runner" in graph["attndyn.sweep.tasks"]  # a function-level import
     assert "attndyn.runs" in graph["attndyn.api"]
 
 
@@ -94,16 +127,55 @@ def test_no_import_cycle():
     assert cycles(import_graph()) == []
 
 
-def test_nothing_above_models_imports_a_family():
-    """core/, store/, sweep/, runs, api, cli and the experiment framework reach families only
-    through the registry (attndyn.models.get_family)."""
+def test_no_top_level_module_but_the_package_face():
+    top = {p.stem for p in ROOT.glob("*.py")}
+    assert top == {"__init__", "__main__", "api", "errors", "version"}
+
+
+def test_every_import_points_down_the_layers():
+    """A module imports only its own package or packages of lower layers: one direction."""
+    bad = []
+    for module, targets in import_graph().items():
+        rank, pkg = layer_of(module)
+        for target in targets:
+            t_rank, t_pkg = layer_of(target)
+            if t_pkg != pkg and t_rank <= rank:
+                bad.append(f"{module} -> {target}")
+    assert sorted(bad) == []
+
+
+def test_a_planted_upward_import_is_caught():
+    assert layer_of("attndyn.core.trainer")[0] > layer_of("attndyn.models.aim.model")[0]
+    assert layer_of("attndyn.claims.runner")[0] > layer_of("attndyn.experiments.aim.untied")[0]
+
+
+def test_nothing_above_models_imports_a_family_and_no_family_imports_another():
+    """Everything outside models/ and experiments/ reaches a family only through the registry
+    (attndyn.models.get_family); a family imports no other family."""
     graph = import_graph()
-    families = {m for m in graph if m.count(".") >= 2 and m.startswith("attndyn.models.")}
-    families -= {"attndyn.models.base"}
+    family_of = {
+        m: m.split(".")[2]
+        for m in graph
+        if m.count(".") >= 2 and m.startswith("attndyn.models.") and m != "attndyn.models.base"
+    }
     above = [m for m in graph if not m.startswith(("attndyn.models.", "attndyn.experiments."))]
-    above += ["attndyn.experiments", "attndyn.experiments.base", "attndyn.experiments.runner"]
-    bad = {m: sorted(graph[m] & families) for m in above if graph[m] & families}
+    bad = {m: sorted(graph[m] & set(family_of)) for m in above if graph[m] & set(family_of)}
     assert bad == {}
+    crossing = {
+        m: sorted(t for t in graph[m] if t in family_of and family_of[t] != family_of[m])
+        for m in family_of
+    }
+    assert {m: v for m, v in crossing.items() if v} == {}
+
+
+def test_core_never_looks_up_a_family_or_an_experiment():
+    """core/ holds the machinery every family shares: only core.registry reads entry points."""
+    users = [
+        p.name
+        for p in (ROOT / "core").glob("*.py")
+        if p.name != "registry.py" and re.search(r"\bregistry\b", p.read_text())
+    ]
+    assert users == []
 
 
 def test_import_attndyn_does_not_import_jax():

@@ -82,7 +82,9 @@ def test_defaults_std_band_other_coordinate_and_given_axes():
     assert all(ln.get_lw() >= 1.0 for ln in fig.axes[0].get_lines())  # no per-seed lines
     by_samples = attndyn.plot(sim, names="loss", x="samples")
     assert by_samples.axes[0].get_xlabel() == "samples n"
-    host, ax = attndyn.report.figures.new_figure()
+    from attndyn.figures.draw import new_figure
+
+    host, ax = new_figure()
     assert attndyn.plot(sim, names="t_1", ax=ax) is host and ax.get_ylabel()
 
 
@@ -146,7 +148,7 @@ def test_accessor_summary_text_html_and_plot():
 def test_the_figure_check_flags_an_unlabelled_axis():
     from figure_checks import unlabelled_axes
 
-    from attndyn.report.figures import new_figure
+    from attndyn.figures.draw import new_figure
 
     fig, (a, b, empty) = new_figure(1, 3)
     a.plot([0, 1], [0, 1])

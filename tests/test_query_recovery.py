@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from attndyn.claims.runner import experiment_config
 from attndyn.errors import InputError
-from attndyn.experiments.runner import experiment_config
 
 REDUCED = [
     "seeds=4",

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urljoin, urlparse
 import numpy as np
 import pytest
 
-from attndyn.report.figures import plot_observable
+from attndyn.figures.draw import plot_observable
 from attndyn.store import Store
 
 CHROMIUM = "/usr/bin/chromium"

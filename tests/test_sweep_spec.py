@@ -11,9 +11,9 @@ import textwrap
 import pytest
 from helpers import cli
 
+from attndyn.claims.runner import experiment_config, experiment_key
 from attndyn.core.config import run_id
 from attndyn.errors import InputError
-from attndyn.experiments.runner import experiment_config, experiment_key
 from attndyn.runs import family_config as make_config
 from attndyn.sweep import load_spec, make_tasks, parse_spec, plan_sweep
 

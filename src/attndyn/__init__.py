@@ -9,8 +9,8 @@ Python API (the CLI is a thin layer over it)::
 """
 
 from attndyn.api import Results, predict, results, run, simulate
-from attndyn.report import accessor as _accessor  # noqa: F401  (registers traj.attndyn)
-from attndyn.report.plot import plot
+from attndyn.figures import accessor as _accessor  # noqa: F401  (registers traj.attndyn)
+from attndyn.figures.plot import plot
 from attndyn.version import __version__
 
 __all__ = ["Results", "__version__", "plot", "predict", "results", "run", "simulate"]

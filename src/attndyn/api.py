@@ -19,8 +19,8 @@ import pandas as pd
 import xarray as xr
 
 from attndyn import runs
-from attndyn.experiments.runner import ExperimentOutcome, run_experiment
-from attndyn.progress import shown
+from attndyn.claims.runner import ExperimentOutcome, run_experiment
+from attndyn.cli.ui.progress import shown
 from attndyn.store import Store, connect, queries, results_dir
 
 

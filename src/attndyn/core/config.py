@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
-from attndyn.suggest import did_you_mean
 
 SCHEMA_VERSION = 1
 """Bumped whenever stored results would change meaning; part of every run id."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 
+from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
-from attndyn.suggest import did_you_mean
 
 FAMILIES = "attndyn.families"
 EXPERIMENTS = "attndyn.experiments"

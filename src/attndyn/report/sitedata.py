@@ -68,7 +68,7 @@ def _number(v: Any) -> float | None:
 def _paper(name: str) -> str:
     """The experiment's one-line description (its paper and figure), or '' when the experiment
     is not installed here."""
-    from attndyn.experiments import get_experiment
+    from attndyn.claims import get_experiment
 
     try:
         return get_experiment(name).description

@@ -22,8 +22,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from attndyn.core.config import flatten
+from attndyn.core.suggest import did_you_mean
 from attndyn.errors import AttndynError, InputError, StoreError
-from attndyn.suggest import did_you_mean
 
 FORMATS = ("csv", "parquet")
 OBSERVABLE_COLUMNS = ("seed", "time", "samples", "step", "name", "value")

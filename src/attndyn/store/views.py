@@ -39,11 +39,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from attndyn.core.config import flatten
+from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
 from attndyn.store import catalog as catalog_mod
 from attndyn.store import check
 from attndyn.store.files import META_KEY, results_dir
-from attndyn.suggest import did_you_mean
 
 RUN_COLUMNS = {
     "run_id": "VARCHAR",

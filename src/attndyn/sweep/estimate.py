@@ -6,7 +6,7 @@ stored are exact); a larger one is checked on :data:`SAMPLE` evenly spaced point
 last included) plus its seed axes, and its step and time totals are the sample's scaled to the
 grid. A full run (``attndyn sweep`` without ``--dry-run``) always validates every point first.
 
-The time comes from one calibration (:func:`attndyn.estimate.calibrate`) of the vmapped
+The time comes from one calibration (:func:`attndyn.runs.estimate.calibrate`) of the vmapped
 seed group with the most seed-steps (the last one on ties): its seconds per seed-step, fixed
 overhead and compile time give
 
@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from attndyn.estimate import RunEstimate, try_calibrate
+from attndyn.runs.estimate import RunEstimate, try_calibrate
 from attndyn.sweep.run import SweepPlan, plan_sweep
 from attndyn.sweep.spec import RunItem, SweepSpec, load_spec
 from attndyn.sweep.tasks import Group
@@ -188,7 +188,7 @@ def guard_sweep(
     """Before a full run: check the options, and refuse (InputError) a sweep estimated above
     ``max_hours`` unless ``yes`` (or the user says yes on a terminal). Returns the plan when it
     was built (so the sweep does not expand the grid twice)."""
-    from attndyn.estimate import check_max_hours, confirm
+    from attndyn.runs.estimate import check_max_hours, confirm
     from attndyn.sweep.executors import default_workers
     from attndyn.sweep.run import _check_executor
 
@@ -208,7 +208,7 @@ def guard_sweep(
 def summary_lines(est: SweepEstimate, root) -> list[str]:
     """The dry run's summary: counts, then steps, memory and time (``≈``: scaled from a
     sample)."""
-    from attndyn.estimate import duration, size
+    from attndyn.runs.estimate import duration, size
 
     approx = "≈ " if est.sampled else ""
     if est.sampled:

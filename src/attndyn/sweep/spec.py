@@ -210,7 +210,7 @@ class SweepSpec:
                     point,
                     steps=config.total_steps,
                 )
-            from attndyn.experiments.runner import experiment_config, experiment_key
+            from attndyn.claims.runner import experiment_config, experiment_key
 
             _, config = experiment_config(self.name, self.preset or "small", values)
             cfg = json.loads(config.model_dump_json())
@@ -278,8 +278,8 @@ def parse_spec(data: dict[str, Any], label: str = "sweep") -> SweepSpec:
         if "preset" in data:
             raise _fail(label, "'preset' applies to experiments only")
     else:
-        from attndyn.experiments import get_experiment
-        from attndyn.experiments.runner import PRESETS
+        from attndyn.claims import get_experiment
+        from attndyn.claims.runner import PRESETS
 
         try:
             get_experiment(name)

@@ -196,7 +196,7 @@ def _stored(store, item: RunItem) -> bool:
 
 def _run_group(task: Task, group: Group, missing: list[RunItem], store) -> None:
     if task.kind == "experiment":
-        from attndyn.experiments.runner import run_experiment
+        from attndyn.claims.runner import run_experiment
 
         (item,) = group.runs
         overrides = {k: v for k, v in item.config.items()}

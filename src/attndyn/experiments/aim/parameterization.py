@@ -46,9 +46,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
-from attndyn.report.figures import dropped_note, new_figure, save_figure
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.figures.draw import dropped_note, new_figure, save_figure
 
 ACTIVATIONS = ("h1", "h2", "h3")
 TEACHER_SCALE = (2 / 3) ** 0.5  # q22 = scale² ρ*(1 + ρ*) = 1/2 at ρ* = 1/2

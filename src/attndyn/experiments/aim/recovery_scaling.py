@@ -51,9 +51,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.experiments.stats import Interval, bootstrap_ci
-from attndyn.report.figures import colour_cycle, new_figure, save_figure
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.stats import Interval, bootstrap_ci
+from attndyn.figures.draw import colour_cycle, new_figure, save_figure
 
 INITIAL_NAMES = ("t_1", "t_2", "q_11", "q_12", "q_22")
 EXPONENT_BAND = (1.5, 2.5)  # Eq. 21: 2; half-way to the exponents 1 (α fixed) and 3 (α ∝ 1/d²)

@@ -40,7 +40,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.experiments.base import (
+from attndyn.claims.base import (
     Check,
     Claim,
     Control,
@@ -48,8 +48,8 @@ from attndyn.experiments.base import (
     ExperimentConfig,
     RunContext,
 )
-from attndyn.experiments.stats import bootstrap_ci, mean_ci
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.claims.stats import bootstrap_ci, mean_ci
+from attndyn.figures.draw import new_figure, save_figure
 
 ORDERS = (1, 2, 3)
 GAP_NAMES = ("t_1", "q_11")

@@ -53,8 +53,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.core.serial import json_safe
-from attndyn.experiments.base import (
+from attndyn.claims.base import (
     Check,
     Claim,
     Control,
@@ -62,8 +61,9 @@ from attndyn.experiments.base import (
     ExperimentConfig,
     RunContext,
 )
-from attndyn.experiments.stats import mean_ci
-from attndyn.report.figures import get_cmap, new_figure, save_figure
+from attndyn.claims.stats import mean_ci
+from attndyn.core.serial import json_safe
+from attndyn.figures.draw import get_cmap, new_figure, save_figure
 
 NAMES = ("t_1", "q_11", "q_12")
 

@@ -58,7 +58,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.experiments.base import (
+from attndyn.claims.base import (
     Check,
     Claim,
     Control,
@@ -67,8 +67,8 @@ from attndyn.experiments.base import (
     RunContext,
     json_safe,
 )
-from attndyn.experiments.stats import Interval, mean_ci, worst
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.claims.stats import Interval, mean_ci, worst
+from attndyn.figures.draw import new_figure, save_figure
 
 OVS = ("collapsed", "factorised")
 # the Fig. 3 notebooks' printed final losses (seed 1234, epoch 500; docs/circuits-theory.md §3)

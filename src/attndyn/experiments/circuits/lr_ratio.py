@@ -43,10 +43,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.stats import mean_ci, worst
 from attndyn.experiments.circuits.readings import at_loss
-from attndyn.experiments.stats import mean_ci, worst
-from attndyn.report.figures import get_cmap, new_figure, save_figure
+from attndyn.figures.draw import get_cmap, new_figure, save_figure
 
 MODELS = ("CACO", "FAFO")
 CLAIMS = ("ratio-monotone", "ratio-effect", "schedule-sharpens")

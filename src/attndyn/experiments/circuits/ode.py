@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.figures.draw import new_figure, save_figure
 
 # output of the authors' notebook Fig-4 Code/Simulated_Differential_equations.ipynb (arXiv
 # 2608.06776, three decimals; docs/circuits-theory.md §1): α at L = 1, 1e-1, 1e-2, 1e-3, 1e-4,

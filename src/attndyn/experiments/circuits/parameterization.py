@@ -32,10 +32,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.stats import mean_ci
 from attndyn.experiments.circuits.readings import at_index, stop_index
-from attndyn.experiments.stats import mean_ci
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.figures.draw import new_figure, save_figure
 
 EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 REQUIRED = ("FAFO", "FACO")

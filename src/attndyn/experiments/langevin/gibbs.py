@@ -60,10 +60,10 @@ import numpy as np
 from pydantic import Field, model_validator
 from scipy import stats
 
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci
 from attndyn.core.serial import json_safe
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig
-from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.figures.draw import new_figure, save_figure
 
 BARRIER = 1.0  # ΔF of (x² − 1)² at λ = 0
 

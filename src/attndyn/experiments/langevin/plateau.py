@@ -33,10 +33,10 @@ import numpy as np
 import xarray as xr
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
 from attndyn.core.serial import json_safe
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.figures.draw import new_figure, save_figure
 
 NAME = "langevin-plateau"
 MODELS = ("attention", "lora")

@@ -38,9 +38,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from attndyn.experiments.base import Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.experiments.stats import Interval, bootstrap_ci
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.claims.base import Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.stats import Interval, bootstrap_ci
+from attndyn.figures.draw import new_figure, save_figure
 
 NAME = "langevin-regularization"
 WALK_SLOPE = 0.5  # midway between a saturated variance (0) and a random walk (1)
@@ -292,7 +292,7 @@ class LangevinRegularization(Experiment):
         return out
 
     def preconditions(self, config: Config, m: dict[str, Any]):
-        from attndyn.experiments.base import Check
+        from attndyn.claims.base import Check
 
         return [Check.compare("diverged chains", m["diverged"], "==", 0)]
 

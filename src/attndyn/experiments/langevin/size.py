@@ -27,8 +27,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from attndyn.claims.base import Check, Claim, Control, Experiment, RunContext
+from attndyn.claims.stats import bootstrap_ci, worst
 from attndyn.core.serial import json_safe
-from attndyn.experiments.base import Check, Claim, Control, Experiment, RunContext
 from attndyn.experiments.langevin.plateau import (
     FLAT_EIG,
     Common,
@@ -40,8 +41,7 @@ from attndyn.experiments.langevin.plateau import (
     spectrum,
     tolerance,
 )
-from attndyn.experiments.stats import bootstrap_ci, worst
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.figures.draw import new_figure, save_figure
 
 NAME = "langevin-size"
 

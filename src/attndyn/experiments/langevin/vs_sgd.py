@@ -39,9 +39,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci
+from attndyn.figures.draw import new_figure, save_figure
 
 NAME = "langevin-vs-sgd"
 SLOPE_BAND = (0.5, 1.5)  # gap ∝ s^1: midway to 0 (no convergence) and to 2 (second order)

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from attndyn.experiments.base import (
+from attndyn.claims.base import (
     Check,
     Claim,
     Control,
@@ -43,8 +43,8 @@ from attndyn.experiments.base import (
     ExperimentConfig,
     RunContext,
 )
-from attndyn.experiments.stats import mean_ci
-from attndyn.report.figures import save_figure
+from attndyn.claims.stats import mean_ci
+from attndyn.figures.draw import save_figure
 
 NAME = "focus-stages"
 

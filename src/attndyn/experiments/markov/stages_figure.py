@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from attndyn.report.figures import new_figure
+from attndyn.figures.draw import new_figure
 
 _COLOURS = {"condensation": "C0", "focus": "C2", "dilution": "C3", "restart": "C4"}
 

@@ -52,10 +52,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
 from attndyn.core.serial import json_safe
-from attndyn.experiments.base import Check, Claim, Control, Experiment, ExperimentConfig
-from attndyn.experiments.stats import Interval, bootstrap_ci, mean_ci, worst
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.figures.draw import new_figure, save_figure
 
 
 class Config(ExperimentConfig):

@@ -49,8 +49,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from attndyn.core.serial import json_safe
-from attndyn.experiments.base import (
+from attndyn.claims.base import (
     Check,
     Claim,
     Control,
@@ -58,8 +57,9 @@ from attndyn.experiments.base import (
     ExperimentConfig,
     RunContext,
 )
-from attndyn.experiments.stats import mean_ci
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.claims.stats import mean_ci
+from attndyn.core.serial import json_safe
+from attndyn.figures.draw import new_figure, save_figure
 
 FOCUS_LEVEL = 0.5
 """The majority: the top token holds more of the query's attention than all other tracked tokens."""

@@ -75,8 +75,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.core.serial import json_safe
-from attndyn.experiments.base import (
+from attndyn.claims.base import (
     Check,
     Claim,
     Control,
@@ -84,8 +83,9 @@ from attndyn.experiments.base import (
     ExperimentConfig,
     RunContext,
 )
-from attndyn.experiments.stats import bootstrap_ci, mean_ci
-from attndyn.report.figures import new_figure, save_figure
+from attndyn.claims.stats import bootstrap_ci, mean_ci
+from attndyn.core.serial import json_safe
+from attndyn.figures.draw import new_figure, save_figure
 
 # the exponent of the SGA–ODE gap ∝ η^p that ``ode-tracking`` requires: midway between 0 (a gap
 # that does not shrink: a wrong ODE) and 1/2 (the diffusion scale of SGA about its ODE limit)

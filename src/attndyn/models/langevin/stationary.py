@@ -3,7 +3,7 @@
 With F Villani, the law of Θ_t approaches μ_s ∝ exp(−2F/s) exponentially (Shi, Su & Jordan,
 arXiv 2004.06977, main theorem): E F(Θ_t) − E_μF ≈ D e^{−λ_s t}. These functions estimate the
 plateau E_μF and the rate λ_s from a Trajectory's (seed, time) array; confidence intervals over
-chains are the experiments' business (attndyn.experiments.stats), which resample seeds and call
+chains are the experiments' business (attndyn.claims.stats), which resample seeds and call
 these functions.
 """
 

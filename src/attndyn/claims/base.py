@@ -24,7 +24,7 @@ Also part of the contract (docs/claims.md):
 - presets ``tiny`` (runs in the default test suite with ``--strict``), ``small`` and ``paper``;
 - every config has ``seeds`` and ``seed`` (an offset: runs use seeds ``seed, …, seed+seeds−1``).
 
-A claim over seeds takes an :class:`~attndyn.experiments.stats.Interval` as its value and passes
+A claim over seeds takes an :class:`~attndyn.claims.stats.Interval` as its value and passes
 only if the whole interval clears the target.
 
 ``summary(measurements)`` (the ``--json`` summary) is the measurements made JSON-safe, unless an
@@ -44,9 +44,9 @@ import xarray as xr
 from pydantic import BaseModel, Field, model_validator
 
 from attndyn import runs
+from attndyn.claims.stats import Interval
 from attndyn.core.config import SEED_LIMIT, STRICT_NUMBERS, SimulationConfig, reject_booleans
 from attndyn.core.serial import json_safe
-from attndyn.experiments.stats import Interval
 
 
 class ExperimentConfig(BaseModel):

@@ -5,7 +5,7 @@ are NaN from their divergence on), a band for the spread over those seeds, optio
 per seed, and the theory (a ``predict`` Trajectory, no seed axis) dashed on the same time
 coordinate. Axis labels come from the family's optional ``LABELS`` and ``TIME_LABEL``
 (docs/plugins.md); the raw names when the family has none. The Figure has its own Agg canvas
-(:func:`attndyn.report.figures.new_figure`), so pyplot and the backend are left alone.
+(:func:`attndyn.figures.draw.new_figure`), so pyplot and the backend are left alone.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def _axes(ax, n: int, ncols: int):
         if len(axes) != n:
             raise InputError(f"invalid value for 'ax': {len(axes)} Axes for {n} observables")
         return axes, axes[0].figure
-    from attndyn.report.figures import new_figure
+    from attndyn.figures.draw import new_figure
 
     cols = max(1, min(ncols, n))
     rows = math.ceil(n / cols)

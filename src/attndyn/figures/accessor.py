@@ -64,7 +64,7 @@ class TrajectoryAccessor:
 
     def plot(self, theory: xr.Dataset | None = None, names=None, **kw):
         """:func:`attndyn.plot` of this Trajectory (same arguments); returns the Figure."""
-        from attndyn.report.plot import plot
+        from attndyn.figures.plot import plot
 
         return plot(self._obj, theory, names, **kw)
 

@@ -17,10 +17,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from attndyn.cli.ui.machine_output import native_stdout_to_stderr
 from attndyn.core.serial import json_safe
+from attndyn.core.suggest import did_you_mean
 from attndyn.errors import AttndynError, InputError, one_line
-from attndyn.machine_output import native_stdout_to_stderr
-from attndyn.suggest import did_you_mean
 
 try:  # recent typer vendors click
     from typer._click import exceptions as click_errors
@@ -107,7 +107,7 @@ def _final_summary(traj, names) -> dict[str, dict[str, float]]:
     """Mean and std over the finite seeds (diverged seeds are NaN) at the final time of the
     observables ``names`` that the run has (the family's or its theory's ``SUMMARY``); its first
     10 observables if it has none. NaN when no seed is finite."""
-    from attndyn.overview import final_values
+    from attndyn.cli.overview import final_values
 
     shown = [n for n in names if n in traj] or list(traj.data_vars)[:10]
     return {
@@ -136,9 +136,10 @@ def simulate(
     devices: DevicesOpt = None,
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
-    from attndyn import estimate, runs
+    from attndyn import runs
+    from attndyn.cli.ui.progress import on_terminal, shown
     from attndyn.models import get_family
-    from attndyn.progress import on_terminal, shown
+    from attndyn.runs import estimate
     from attndyn.store import Store
 
     estimate.check_max_hours(max_hours)
@@ -207,8 +208,8 @@ def predict(
 ) -> None:
     """Integrate the theory for one configuration and store it (kind 'theory')."""
     from attndyn import runs
+    from attndyn.cli.ui.progress import on_terminal, shown
     from attndyn.models import get_theory
-    from attndyn.progress import on_terminal, shown
     from attndyn.store import Store
 
     config = runs.theory_config(family, _values(set_))
@@ -247,7 +248,7 @@ def predict(
 @app.command("list")
 def list_() -> None:
     """List the installed model families and the registered experiments."""
-    from attndyn.experiments import list_experiments
+    from attndyn.claims import list_experiments
     from attndyn.models import family_names, get_family
 
     families = Table(title="model families (attndyn simulate NAME, attndyn predict NAME)")
@@ -307,8 +308,8 @@ def run(
     devices: DevicesOpt = None,
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
-    from attndyn.experiments.runner import run_experiment
-    from attndyn.progress import on_terminal, shown
+    from attndyn.claims.runner import run_experiment
+    from attndyn.cli.ui.progress import on_terminal, shown
 
     on_devices = _on_devices(devices)
     values = _values(set_, seeds)
@@ -350,8 +351,8 @@ def run(
 
 def _experiment_plan(name, preset, values, out, force, control, dry_run, max_hours, as_json):
     """``run --dry-run``: the runs and their estimate; otherwise the --max-hours check."""
-    from attndyn.estimate import check_max_hours, confirm
-    from attndyn.experiments.dryrun import COLUMNS, plan_experiment, plan_rows, summary_lines
+    from attndyn.claims.dryrun import COLUMNS, plan_experiment, plan_rows, summary_lines
+    from attndyn.runs.estimate import check_max_hours, confirm
     from attndyn.store import Store
 
     check_max_hours(max_hours)
@@ -378,9 +379,9 @@ def demo(
     progress: ProgressOpt = True,
     devices: DevicesOpt = None,
 ) -> None:
-    """The showcase run: see attndyn.demo (the README's first command)."""
-    from attndyn.demo import show_demo
-    from attndyn.progress import on_terminal, shown
+    """The showcase run: see attndyn.cli.demo (the README's first command)."""
+    from attndyn.cli.demo import show_demo
+    from attndyn.cli.ui.progress import on_terminal, shown
 
     with shown(on_terminal(progress), count="runs"), _on_devices(devices):
         show_demo(console, out, force)
@@ -447,8 +448,8 @@ def sweep(
     devices: DevicesOpt = None,
 ) -> None:
     """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
-    from attndyn.estimate import check_max_hours
-    from attndyn.progress import on_terminal
+    from attndyn.cli.ui.progress import on_terminal
+    from attndyn.runs.estimate import check_max_hours
     from attndyn.sweep import run_sweep
     from attndyn.sweep.estimate import estimate_sweep, guard_sweep, summary_lines
     from attndyn.sweep.executors import default_workers
@@ -566,8 +567,8 @@ def runs(
 
 
 def _print_fitted(columns: list[str], rows: list, title: str | None, how: str) -> None:
-    """A table that fits the terminal (:mod:`attndyn.cli_tables`), naming what it left out."""
-    from attndyn.cli_tables import dropped_note, fit
+    """A table that fits the terminal (:mod:`attndyn.cli.ui.tables`), naming what it left out."""
+    from attndyn.cli.ui.tables import dropped_note, fit
 
     table, dropped = fit(columns, rows, console.width, title)
     console.print(table)
@@ -639,8 +640,8 @@ def bench(
     """Benchmarks (BENCHMARKS.md) that the families declare: each simulator against matmul peak
     or a reference implementation timed in the same run. Every JSON row carries its
     ``benchmark`` and ``family``."""
+    from attndyn.cli.ui.progress import counted, on_terminal
     from attndyn.models import benchmarks
-    from attndyn.progress import counted, on_terminal
 
     found = benchmarks()
     if name is None:
@@ -680,8 +681,8 @@ def describe(
 ) -> None:
     """What a family or an experiment is, before running it: config fields (type, default,
     allowed values, meaning); an experiment's paper, presets, controls and claims."""
-    from attndyn.describe import describe as describe_
-    from attndyn.describe import render
+    from attndyn.cli.describe import describe as describe_
+    from attndyn.cli.describe import render
 
     info = describe_(name)
     if as_json:
@@ -698,8 +699,8 @@ def show(
 ) -> None:
     """One stored run: family, kind, status, config, seeds, diverged seeds, wall time, file and
     final observables (mean ± std over finite seeds)."""
-    from attndyn.cli_tables import show_run
-    from attndyn.overview import show as show_
+    from attndyn.cli.overview import show as show_
+    from attndyn.cli.ui.tables import show_run
 
     info = show_(out, run_id)
     if as_json:
@@ -715,8 +716,8 @@ def summary(
 ) -> None:
     """A results folder at a glance: runs by family, kind and experiment, experiment verdicts,
     diverged runs, failures and damaged files."""
-    from attndyn.cli_tables import show_summary
-    from attndyn.overview import summary as summary_
+    from attndyn.cli.overview import summary as summary_
+    from attndyn.cli.ui.tables import show_summary
 
     info = summary_(out)
     if as_json:
@@ -735,7 +736,7 @@ def _fmt(v) -> str:
 
 def _clean_stdout(callback):
     """``callback`` run with native output to stdout sent to stderr when it is asked for --json
-    or --csv, so that stdout carries only what the command prints (:mod:`attndyn.machine_output`)."""
+    or --csv, so that stdout carries only what the command prints (:mod:`attndyn.cli.ui.machine_output`)."""
 
     @functools.wraps(callback)
     def wrapper(*args, **kwargs):
@@ -756,7 +757,7 @@ def _interruptible(callback):
         try:
             return callback(*args, **kwargs)
         except KeyboardInterrupt:
-            from attndyn.progress import interrupted_message
+            from attndyn.cli.ui.progress import interrupted_message
 
             lead = "\n" if sys.stderr.isatty() else ""  # past the terminal's ^C
             print(f"{lead}{interrupted_message()}", file=sys.stderr)
@@ -769,7 +770,7 @@ def main(args: list[str] | None = None) -> None:
     """Entry point (``args`` defaults to ``sys.argv[1:]``): every error prints one line on stderr
     and exits with its code: 2 for bad input and usage errors (unknown option, missing argument),
     1 for storage and executor errors; ``--help`` (or no arguments) prints help and exits 0."""
-    from attndyn.cli_examples import epilog
+    from attndyn.cli.ui.examples import epilog
     from attndyn.models import family_names
 
     command = typer.main.get_command(app)

@@ -5,7 +5,7 @@
 (kind, family or name, run id, config) and answered without running it:
 
 - a stored run (unless ``force``) is read back, and is free;
-- a simulation to run is calibrated (:func:`attndyn.estimate.calibrate_with_probe`, once per
+- a simulation to run is calibrated (:func:`attndyn.runs.estimate.calibrate_with_probe`, once per
   *program*: configs equal but for ``seed``, ``t_max``, ``records`` and ``grid`` share the
   compiled step and its per-step time) and answered by a placeholder Trajectory: the calibration
   run's observables, NaN, on the config's own record grid (``record_grid``; ``time`` and extra
@@ -19,7 +19,7 @@ The estimate of the runs still to compute is
 
     Σ_runs (recompile + overhead + per-step time × steps)
 
-(the calibration's numbers; :mod:`attndyn.estimate`): the calibration compiles each program
+(the calibration's numbers; :mod:`attndyn.runs.estimate`): the calibration compiles each program
 first (JAX's persistent cache keeps it), so a run pays ``recompile_s``, its tracing and the
 cache read (a full compile again when the cache is off); the first compile is part of the dry
 run's own time. An experiment whose ``run()`` needs the
@@ -159,7 +159,7 @@ def _program_key(family: str, config: BaseModel) -> str:
 
 @dataclass
 class DryRunContext:
-    """A :class:`~attndyn.experiments.base.RunContext` that records runs instead of making them
+    """A :class:`~attndyn.claims.base.RunContext` that records runs instead of making them
     (module doc)."""
 
     store: Any
@@ -244,7 +244,7 @@ class DryRunContext:
     def _calibrated(self, family: str, config, run: PlannedRun) -> Any:
         """Fill ``run``'s estimate from its program's calibration (made on first sight); the
         calibration's last short run (None if it failed)."""
-        from attndyn import estimate
+        from attndyn.runs import estimate
 
         key = _program_key(family, config)
         if key not in self._keys:
@@ -386,7 +386,7 @@ def plan_experiment(
     calibration may stop as soon as its run is surely under it (an upper bound then).
     ``limit``: stop as soon as the runs found are estimated above it (a partial plan, its
     ``stopped`` says so)."""
-    from attndyn.experiments.runner import experiment_config
+    from attndyn.claims.runner import experiment_config
     from attndyn.store import Store
 
     exp, config = experiment_config(name, preset, overrides or {}, control)
@@ -410,7 +410,7 @@ def plan_experiment(
 
 def summary_lines(plan: ExperimentPlan) -> list[str]:
     """The dry run's totals: counts, steps, memory, time, and what is not estimated."""
-    from attndyn.estimate import duration, size
+    from attndyn.runs.estimate import duration, size
 
     c = plan.counts()
     lines = [
@@ -446,7 +446,7 @@ COLUMNS = ["run_id", "kind", "name", "state", "time", "steps × seeds", "memory"
 
 def plan_rows(plan: ExperimentPlan) -> list[list[Any]]:
     """One row per run for the dry run's table (:data:`COLUMNS`); time without compile."""
-    from attndyn.estimate import duration, size
+    from attndyn.runs.estimate import duration, size
 
     rows = []
     for r in plan.runs:

@@ -20,8 +20,8 @@ from rich.table import Table
 
 from attndyn import runs
 from attndyn.core.config import run_id
-from attndyn.plan_time import expected_time
-from attndyn.report.figures import plot_observable
+from attndyn.figures.draw import plot_observable
+from attndyn.runs.plan_time import expected_time
 from attndyn.store import Store
 
 DEMO_BASE = dict(d=128, L=1, activation="h2", lr=0.05, batch=32, seeds=4, records=40, grid="linear")

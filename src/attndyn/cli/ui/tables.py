@@ -71,7 +71,7 @@ def dropped_note(dropped: list[str], how: str) -> str:
 
 
 def show_run(info: dict[str, Any], console) -> None:
-    """Print :func:`attndyn.overview.show`."""
+    """Print :func:`attndyn.cli.overview.show`."""
 
     def say(text: str) -> None:
         console.print(escape(text), highlight=False, soft_wrap=False)
@@ -105,7 +105,7 @@ def show_run(info: dict[str, Any], console) -> None:
 
 
 def show_summary(info: dict[str, Any], console) -> None:
-    """Print :func:`attndyn.overview.summary`."""
+    """Print :func:`attndyn.cli.overview.summary`."""
     width = console.width
     console.print(escape(f"{info['folder']}: {info['runs']} runs"), highlight=False)
     sections = (

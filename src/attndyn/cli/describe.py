@@ -19,10 +19,10 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
-from attndyn.suggest import did_you_mean
 
-CLAIMS_DOCS = Path(__file__).resolve().parents[2] / "docs" / "claims"
+CLAIMS_DOCS = Path(__file__).resolve().parents[3] / "docs" / "claims"
 """The claims pages of a source checkout (absent from an installed wheel)."""
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
@@ -192,8 +192,8 @@ def claim_meaning(claim: str, table) -> dict[str, str]:
 
 def describe_experiment(name: str) -> dict[str, Any]:
     """An experiment's description, paper, presets, controls, fields and declared claims."""
-    from attndyn.experiments import get_experiment
-    from attndyn.experiments.runner import PRESETS, experiment_config
+    from attndyn.claims import get_experiment
+    from attndyn.claims.runner import PRESETS, experiment_config
 
     exp = get_experiment(name)
     doc = sys.modules[type(exp).__module__].__doc__ or ""
@@ -227,7 +227,7 @@ def describe_experiment(name: str) -> dict[str, Any]:
 
 def describe(name: str) -> dict[str, Any]:
     """A family's or an experiment's description (InputError naming both lists if neither)."""
-    from attndyn.experiments import experiment_names
+    from attndyn.claims import experiment_names
     from attndyn.models import family_names
 
     if name in family_names():

@@ -1,7 +1,7 @@
 """How long a few runs will take, said before they start (``attndyn demo``).
 
 A stored run is read back (:func:`attndyn.runs.load_or_compute`); the others are timed by a short
-calibration (:func:`attndyn.estimate.try_calibrate`, with ``ENOUGH_S`` seconds of steps beyond
+calibration (:func:`attndyn.runs.estimate.try_calibrate`, with ``ENOUGH_S`` seconds of steps beyond
 the first call so that the calibration adds little to the wait it announces). A one-step run
 goes first: it takes the process's one-time start-up costs (JAX's backend, first dispatches),
 which the runs would pay anyway and which would otherwise make the calibration's first call
@@ -15,8 +15,8 @@ from typing import Any
 
 from attndyn.core import progress
 from attndyn.core.config import run_id
-from attndyn.estimate import duration, reduced, try_calibrate
 from attndyn.models import get_family
+from attndyn.runs.estimate import duration, reduced, try_calibrate
 
 ENOUGH_S = 0.1
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from attndyn.core.suggest import closest
 from attndyn.errors import InputError
 from attndyn.store.files import Store, results_dir
-from attndyn.suggest import closest
 
 
 def folder(out) -> Path:

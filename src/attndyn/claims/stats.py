@@ -1,7 +1,7 @@
 """Confidence intervals over seeds for experiment claims (docs/claims.md).
 
 A claim over seeds reports its statistic with a two-sided ``level`` interval and passes only if
-the whole interval clears its target (:class:`attndyn.experiments.base.Claim`):
+the whole interval clears its target (:class:`attndyn.claims.base.Claim`):
 
 - :func:`mean_ci`: the seed mean with the Student-t interval ``x̄ ± t_{n−1} s/√n``;
 - :func:`bootstrap_ci`: any statistic of one or more groups of per-seed values (e.g. one group

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attndyn.claims import get_experiment
+from attndyn.claims.base import Check, Claim, RunContext
 from attndyn.core.config import validate
+from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
-from attndyn.experiments import get_experiment
-from attndyn.experiments.base import Check, Claim, RunContext
 from attndyn.store import Store
-from attndyn.suggest import did_you_mean
 
 PRESETS = ("tiny", "small", "paper")
 
