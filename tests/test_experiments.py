@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from attndyn.claims import experiment_names, get_experiment, list_experiments
+from attndyn.claims.runner import experiment_config
 
 
 def attndyn(*args, timeout=600):
@@ -21,8 +22,8 @@ def test_every_registered_experiment_has_presets_and_a_description():
         exp = get_experiment(name)
         assert description and "\n" not in description
         assert set(exp.presets) == {"tiny", "small", "paper"}
-        for preset in exp.presets.values():
-            exp.Config(**preset)  # presets validate
+        for preset in exp.presets:
+            experiment_config(name, preset, {})  # presets validate
 
 
 def test_list_prints_every_experiment():

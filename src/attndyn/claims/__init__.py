@@ -1,5 +1,7 @@
-"""The experiment framework: the contract an experiment satisfies (:mod:`.base`), the statistics
-of its claims (:mod:`.stats`), the runner (:mod:`.runner`) and the dry run (:mod:`.dryrun`).
+"""The experiment framework: the contract an experiment satisfies (:mod:`.base`), its nested
+configs (:mod:`.config`), claim declarations (:mod:`.spec`) and verdicts (:mod:`.verdict`), the
+statistics over seeds (:mod:`.stats`), the runner (:mod:`.runner`), the dry run (:mod:`.dryrun`)
+and the generated claims pages (:mod:`.pages`). An experiment imports what it needs from here.
 
 Experiments themselves live in :mod:`attndyn.experiments` (one subpackage per model family) and
 are found through the ``attndyn.experiments`` entry-point group (:mod:`attndyn.core.registry`);
@@ -8,7 +10,22 @@ are found through the ``attndyn.experiments`` entry-point group (:mod:`attndyn.c
 
 from __future__ import annotations
 
-from attndyn.claims.base import Claim, Experiment, ExperimentConfig, RunContext
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import (
+    Evidence,
+    above,
+    at_least,
+    at_most,
+    below,
+    between,
+    claim,
+    equals,
+    measured,
+    within,
+)
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.claims.verdict import Check, Claim
 from attndyn.core import registry
 
 
@@ -29,11 +46,29 @@ def list_experiments() -> list[tuple[str, str]]:
 
 
 __all__ = [
+    "Base",
+    "Check",
     "Claim",
+    "Control",
+    "Evidence",
     "Experiment",
     "ExperimentConfig",
+    "Interval",
     "RunContext",
+    "above",
+    "at_least",
+    "at_most",
+    "below",
+    "between",
+    "bootstrap_ci",
+    "claim",
+    "equals",
     "experiment_names",
     "get_experiment",
     "list_experiments",
+    "mean_ci",
+    "measured",
+    "variant",
+    "within",
+    "worst",
 ]

@@ -40,6 +40,7 @@ import numpy as np
 import xarray as xr
 from pydantic import BaseModel
 
+from attndyn.claims.config import changed
 from attndyn.core import progress
 from attndyn.core.config import canonical, run_id
 from attndyn.errors import InputError
@@ -188,9 +189,10 @@ class DryRunContext:
         self._seen[run.run_id] = traj
         return traj
 
-    def simulate(self, family: str, **values) -> xr.Dataset:
+    def simulate(self, family: str, base: BaseModel | None = None, **changes) -> xr.Dataset:
         from attndyn import runs
 
+        values = changed(base, **changes) if base is not None else changes
         return self.simulate_config(family, runs.family_config(family, values))
 
     def simulate_config(self, family: str, config) -> xr.Dataset:
@@ -206,9 +208,10 @@ class DryRunContext:
             raise OverLimit
         return traj
 
-    def predict(self, family: str, **values) -> xr.Dataset:
+    def predict(self, family: str, base: BaseModel | None = None, **changes) -> xr.Dataset:
         from attndyn import runs
 
+        values = changed(base, **changes) if base is not None else changes
         config = runs.theory_config(family, values)
         rid = run_id(runs.theory_kind(family), config)
         if (traj := self._stored(rid)) is not None:

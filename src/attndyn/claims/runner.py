@@ -12,6 +12,7 @@ from typing import Any
 
 from attndyn.claims import get_experiment
 from attndyn.claims.base import Check, Claim, RunContext
+from attndyn.claims.config import SEED_FIELDS, base_fields, merge_overrides
 from attndyn.core.config import validate
 from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
@@ -83,14 +84,14 @@ def experiment_config(
     name: str, preset: str, overrides: dict[str, Any], control: str | None = None
 ):
     """Validated config of ``name`` at ``preset`` with ``overrides`` and then the negative
-    ``control``'s overrides applied."""
+    ``control``'s overrides applied (dotted keys reach nested configs)."""
     exp = get_experiment(name)
     if preset not in PRESETS:
         raise InputError(
             f"invalid value for 'preset': must be one of {', '.join(PRESETS)} (got {preset!r})"
             + did_you_mean(preset, PRESETS)
         )
-    values = {**exp.presets[preset], **overrides}
+    layers = [exp.presets[preset], overrides]
     if control is not None:
         if control not in exp.controls:
             allowed = ", ".join(sorted(exp.controls)) or "none"
@@ -98,19 +99,48 @@ def experiment_config(
                 f"invalid value for 'control': {name} has the controls {allowed} (got {control!r})"
                 + did_you_mean(control, exp.controls)
             )
-        values |= exp.controls[control].overrides
-    return exp, validate(exp.Config, values)
+        layers.append(exp.controls[control].overrides)
+    config = validate_experiment(exp.Config, merge_overrides(*layers))
+    needed = max((c.seeds for c in type(exp).claims), default=1) if exp.declared else 1
+    seeds = getattr(config, "seeds", None)
+    if seeds is not None and seeds < needed:
+        raise InputError(
+            f"invalid value for 'seeds': {name}'s claims need at least {needed} seeds "
+            f"(an interval over fewer is not a claim; got {seeds})"
+        )
+    return exp, config
 
 
-def checked_claims(exp, config, claims: list[Claim]) -> list[Claim]:
-    """``claims`` in the declared order of ``exp.claim_names(config)``, a failing
-    :meth:`Claim.dropped` standing in for each declared claim that is missing."""
-    declared = exp.claim_names(config)
-    by_name = {c.name: c for c in claims}
-    extra = sorted(set(by_name) - set(declared))
-    if extra or len(by_name) != len(claims):
-        raise ValueError(f"{exp.name}: claims {extra or 'with repeated names'} are not declared")
-    return [by_name.get(n) or Claim.dropped(n) for n in declared]
+def validate_experiment(config_cls, values: dict[str, Any]):
+    """:func:`~attndyn.core.config.validate`, also naming an unknown field of a nested config
+    (``base.colour``) with that config's allowed fields, and a nested field given at the top
+    (``lr`` for ``base.lr``)."""
+    nested = base_fields(config_cls)
+    for key in values:
+        owners = [f for f, (sub, _) in nested.items() if key in sub.model_fields]
+        if key not in config_cls.model_fields and owners:
+            raise InputError(
+                f"unknown config field '{key}'; it is a field of the nested config "
+                f"'{owners[0]}': set {owners[0]}.{key}"
+            )
+    for field_name, (sub, _) in nested.items():
+        given = values.get(field_name)
+        if not isinstance(given, dict):
+            continue
+        unknown = sorted(set(given) - set(sub.model_fields))
+        if unknown:
+            hint = did_you_mean(unknown[0], sub.model_fields)
+            raise InputError(
+                f"unknown config field '{field_name}.{unknown[0]}'{hint}; allowed fields of "
+                f"'{field_name}': {', '.join(sub.model_fields)}"
+            )
+        for key in SEED_FIELDS:
+            if key in given and key in config_cls.model_fields:
+                raise InputError(
+                    f"invalid value for '{field_name}.{key}': the experiment's '{key}' sets it "
+                    f"(--set {key}=…)"
+                )
+    return validate(config_cls, values)
 
 
 def experiment_key(name: str, preset: str, config) -> str:
@@ -149,7 +179,7 @@ def run_experiment(
     ctx = RunContext(store=store, force=force)
     results = exp.run(config, ctx)
     measurements = exp.measure(config, results)
-    claims = checked_claims(exp, config, exp.claims(config, measurements))
+    claims = exp.judged(config, measurements)
     preconditions = exp.preconditions(config, measurements)
     cfg = json.loads(config.model_dump_json())
     key = experiment_key(name, preset, config)
@@ -165,11 +195,7 @@ def run_experiment(
         preconditions=preconditions,
         control=control,
         # a control names its claims across presets; those this config declares must fail
-        expected_failures=tuple(
-            c for c in exp.controls[control].fails if c in exp.claim_names(config)
-        )
-        if control
-        else (),
+        expected_failures=exp.must_fail(control, config) if control else (),
         results=results,
         measurements=measurements,
     )

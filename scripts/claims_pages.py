@@ -1,0 +1,95 @@
+"""Write docs/claims/NAME.md from each experiment's declarations and measured values.
+
+    python scripts/claims_pages.py                      # every page, from the stored values
+    python scripts/claims_pages.py --check              # exit 1 if a page or a record is stale
+    python scripts/claims_pages.py --measure aim-solvable --presets tiny small
+        # run the presets (and every control at tiny), store the values in
+        # docs/claims/measured/aim-solvable.json, then write the page
+
+The page format is :func:`attndyn.claims.pages.render`; tests/test_claims_pages.py fails when a
+committed page differs from what this script writes or when a record is stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from attndyn.claims import experiment_names, get_experiment
+from attndyn.claims.pages import measured_entry, render, stale
+from attndyn.claims.runner import run_experiment
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "claims"
+MEASURED = DOCS / "measured"
+
+
+def load_measured(name: str) -> dict:
+    path = MEASURED / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def write_page(name: str) -> Path:
+    path = DOCS / f"{name}.md"
+    path.write_text(render(get_experiment(name), load_measured(name)))
+    return path
+
+
+def measure(name: str, presets: list[str], controls: bool) -> None:
+    """Run ``presets`` (and every control at tiny) in a fresh results folder, so the wall times
+    are those of computing the runs, and store the outcomes."""
+    exp = get_experiment(name)
+    out = Path(tempfile.mkdtemp(prefix=f"attndyn-{name}-"))
+    record = load_measured(name)
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    today = datetime.date.today().isoformat()
+    jobs = [(p, None) for p in presets]
+    if controls:
+        jobs += [("tiny", c) for c in exp.controls]
+    for preset, control in jobs:
+        start = time.perf_counter()
+        outcome = run_experiment(name, preset, out=out, control=control)
+        key = preset if control is None else f"{preset}/{control}"
+        record[key] = measured_entry(outcome, time.perf_counter() - start, today, commit)
+        print(f"{name} {key}: {outcome.verdict} ({record[key]['wall_s']} s)", file=sys.stderr)
+    MEASURED.mkdir(parents=True, exist_ok=True)
+    ordered = dict(sorted(record.items()))
+    (MEASURED / f"{name}.json").write_text(json.dumps(ordered, indent=1, ensure_ascii=False) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if anything is stale")
+    parser.add_argument("--measure", nargs="*", metavar="NAME", help="experiments to run")
+    parser.add_argument("--presets", nargs="*", default=["tiny"], help="presets to run")
+    parser.add_argument("--no-controls", action="store_true", help="skip the tiny controls")
+    args = parser.parse_args()
+    names = [n for n in experiment_names() if get_experiment(n).declared]
+    if args.measure is not None:
+        for name in args.measure or names:
+            measure(name, args.presets, not args.no_controls)
+    bad = []
+    for name in names:
+        problems = stale(get_experiment(name), load_measured(name))
+        bad += [f"{name}: {p}" for p in problems]
+        page = DOCS / f"{name}.md"
+        text = render(get_experiment(name), load_measured(name))
+        if args.check:
+            if not page.is_file() or page.read_text() != text:
+                bad.append(f"{name}: docs/claims/{name}.md differs from its declarations")
+        else:
+            page.write_text(text)
+    for line in bad:
+        print(line, file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

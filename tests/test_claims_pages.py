@@ -1,0 +1,56 @@
+"""docs/claims/NAME.md is written from the experiment's declarations and its measured values
+(scripts/claims_pages.py): a page that differs from what the declarations give, or a measured
+record whose claims or targets no longer match the declarations, fails here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attndyn.claims import experiment_names, get_experiment
+from attndyn.claims.pages import render, stale
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "claims"
+DECLARED = [n for n in experiment_names() if get_experiment(n).declared]
+
+
+def _measured(name: str) -> dict:
+    path = DOCS / "measured" / f"{name}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_the_committed_page_is_what_the_declarations_give(name):
+    page = DOCS / f"{name}.md"
+    assert page.is_file(), f"run: python scripts/claims_pages.py (docs/claims/{name}.md missing)"
+    expected = render(get_experiment(name), _measured(name))
+    assert page.read_text() == expected, "stale page: run python scripts/claims_pages.py"
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_the_measured_values_match_the_declared_claims(name):
+    measured = _measured(name)
+    assert "tiny" in measured, f"measure it: python scripts/claims_pages.py --measure {name}"
+    assert stale(get_experiment(name), measured) == []
+    controls = {k.split("/", 1)[1] for k in measured if "/" in k}
+    assert controls == set(get_experiment(name).controls), "every control measured at tiny"
+
+
+def test_a_changed_target_or_claim_makes_the_record_stale():
+    name = DECLARED[0]
+    measured = _measured(name)
+    entry = measured["tiny"]
+    renamed = {**entry, "claims": [{**entry["claims"][0], "name": "no-such-claim"}]}
+    assert stale(get_experiment(name), {"tiny": renamed}) != []
+    assert stale(get_experiment(name), {"tiny": entry}) == []
+
+
+def test_a_changed_threshold_makes_the_record_stale():
+    measured = _measured("aim-solvable")
+    entry = measured["tiny"]
+    claims = [dict(c) for c in entry["claims"]]
+    claims[1]["target"] = "< 0.07 (95% CI)"  # sgd-tracks-exact-d64 was measured at track_tol
+    problems = stale(get_experiment("aim-solvable"), {"tiny": {**entry, "claims": claims}})
+    assert problems and "sgd-tracks-exact-d64" in problems[0]
