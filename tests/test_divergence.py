@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from attndyn.cli.app import app
-from attndyn.core.trajectory import DEFAULT_OVERFLOW, make_trajectory, overflow_bound
+from attndyn.core.trajectory import DEFAULT_OVERFLOW, make_trajectory
 from attndyn.store import Store
 
 STEP = np.array([0, 10, 20, 30, 40])
@@ -63,8 +63,13 @@ def test_theory_is_not_marked():
 
 
 def test_family_bounds():
-    assert overflow_bound("no-such-family") == DEFAULT_OVERFLOW
-    assert overflow_bound("langevin") > DEFAULT_OVERFLOW  # its test potentials start high
+    from attndyn.models import get_family
+
+    big = np.array([[1.0, 1e20, 1e20, 1e20, 1e20]])
+    assert int(_traj(big)["diverged_step"][0]) == 10  # the default bound, 1e10
+    langevin = get_family("langevin").OVERFLOW  # its test potentials start high
+    assert langevin > DEFAULT_OVERFLOW
+    assert int(_traj(big, overflow=langevin)["diverged_step"][0]) == -1
 
 
 def test_store_round_trip_keeps_nan_and_marks(tmp_path):

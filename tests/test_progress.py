@@ -1,4 +1,4 @@
-"""Progress bars (attndyn.cli.ui.progress): shown on a terminal with steps and an ETA, never with --json
+"""Progress bars (attndyn.core.progress_bars): shown on a terminal with steps and an ETA, never with --json
 and never off a terminal."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from attndyn.cli import main
-from attndyn.cli.ui.progress import Bars, counted, on_terminal
 from attndyn.core.progress import listening, report_steps, run_finished, run_started
+from attndyn.core.progress_bars import Bars, counted, on_terminal
 
 TINY = ["--set", "d=8", "--set", "t_max=0.05", "--set", "records=4", "--set", "batch=4"]
 TINY += ["--set", "test_size=16", "--seeds", "2"]
@@ -47,7 +47,7 @@ def test_bar_renders_steps_eta_and_the_run_count():
 def test_counted_shows_each_item_and_the_total():
     console, buffer = _terminal()
     seen = []
-    import attndyn.cli.ui.progress as module
+    import attndyn.core.progress_bars as module
 
     real = module.Bars
     try:
@@ -163,7 +163,7 @@ def test_api_simulate_shows_its_bar_when_asked(tmp_path, capsys, monkeypatch):
 
 
 def test_stdout_printed_under_the_bar_stays_on_stdout_when_it_is_a_file(capsys, monkeypatch):
-    from attndyn.cli.ui.progress import shown
+    from attndyn.core.progress_bars import shown
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     capsys.readouterr()

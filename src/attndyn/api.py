@@ -20,7 +20,7 @@ import xarray as xr
 
 from attndyn import runs
 from attndyn.claims.runner import ExperimentOutcome, run_experiment
-from attndyn.cli.ui.progress import shown
+from attndyn.core.progress_bars import shown
 from attndyn.store import Store, connect, queries, results_dir
 
 

@@ -137,7 +137,7 @@ def simulate(
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
     from attndyn import runs
-    from attndyn.cli.ui.progress import on_terminal, shown
+    from attndyn.core.progress_bars import on_terminal, shown
     from attndyn.models import get_family
     from attndyn.runs import estimate
     from attndyn.store import Store
@@ -208,7 +208,7 @@ def predict(
 ) -> None:
     """Integrate the theory for one configuration and store it (kind 'theory')."""
     from attndyn import runs
-    from attndyn.cli.ui.progress import on_terminal, shown
+    from attndyn.core.progress_bars import on_terminal, shown
     from attndyn.models import get_theory
     from attndyn.store import Store
 
@@ -309,7 +309,7 @@ def run(
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
     from attndyn.claims.runner import run_experiment
-    from attndyn.cli.ui.progress import on_terminal, shown
+    from attndyn.core.progress_bars import on_terminal, shown
 
     on_devices = _on_devices(devices)
     values = _values(set_, seeds)
@@ -381,7 +381,7 @@ def demo(
 ) -> None:
     """The showcase run: see attndyn.cli.demo (the README's first command)."""
     from attndyn.cli.demo import show_demo
-    from attndyn.cli.ui.progress import on_terminal, shown
+    from attndyn.core.progress_bars import on_terminal, shown
 
     with shown(on_terminal(progress), count="runs"), _on_devices(devices):
         show_demo(console, out, force)
@@ -448,7 +448,7 @@ def sweep(
     devices: DevicesOpt = None,
 ) -> None:
     """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
-    from attndyn.cli.ui.progress import on_terminal
+    from attndyn.core.progress_bars import on_terminal
     from attndyn.runs.estimate import check_max_hours
     from attndyn.sweep import run_sweep
     from attndyn.sweep.estimate import estimate_sweep, guard_sweep, summary_lines
@@ -640,7 +640,7 @@ def bench(
     """Benchmarks (BENCHMARKS.md) that the families declare: each simulator against matmul peak
     or a reference implementation timed in the same run. Every JSON row carries its
     ``benchmark`` and ``family``."""
-    from attndyn.cli.ui.progress import counted, on_terminal
+    from attndyn.core.progress_bars import counted, on_terminal
     from attndyn.models import benchmarks
 
     found = benchmarks()
@@ -757,7 +757,7 @@ def _interruptible(callback):
         try:
             return callback(*args, **kwargs)
         except KeyboardInterrupt:
-            from attndyn.cli.ui.progress import interrupted_message
+            from attndyn.core.progress_bars import interrupted_message
 
             lead = "\n" if sys.stderr.isatty() else ""  # past the terminal's ^C
             print(f"{lead}{interrupted_message()}", file=sys.stderr)

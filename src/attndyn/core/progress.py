@@ -1,6 +1,6 @@
 """The progress hook that long loops report to, and the chunk length that keeps them responsive.
 
-A display (:mod:`attndyn.cli.ui.progress`) installs a listener with :func:`listening`; the trainer and
+A display (:mod:`attndyn.core.progress_bars`) installs a listener with :func:`listening`; the trainer and
 the flow integrator call :func:`report_steps` between chunks, and :mod:`attndyn.runs` calls
 :func:`run_started` and :func:`run_finished` around each run it computes or reads back. With no
 listener every call does nothing, so a family's ``simulate(config, seeds)`` keeps its signature:

@@ -41,6 +41,7 @@ def simulate_problem(
     family: str,
     times: TimeAxes | None = None,
     config_extra: Mapping[str, Any] | None = None,
+    overflow: float | None = None,
 ) -> xr.Dataset:
     """Train ``build()`` for every seed on the config's record grid and return the Trajectory.
 
@@ -54,6 +55,8 @@ def simulate_problem(
         times: record steps (shape ``(T,)``) → ``{"time": (T,), other axes: (T,)}``; default:
             time = step.
         config_extra: entries added to the stored config (e.g. a sub-model's name).
+        overflow: the family's ``OVERFLOW`` divergence bound (default
+            :data:`~attndyn.core.trajectory.DEFAULT_OVERFLOW`).
 
     Returns:
         Trajectory with dims ``(seed, time)``; coordinates ``time``, ``samples``, ``step``, the
@@ -77,6 +80,7 @@ def simulate_problem(
         extra_times=axes,
         family=family,
         config={**canonical(config), **(config_extra or {})},
+        overflow=overflow,
     )
     traj.attrs["devices"] = result.devices  # an execution setting, not part of the config
     return traj

@@ -42,6 +42,39 @@ def calibrated_best(
     return n, *best_time(lambda: run(n), repeats)
 
 
+PEAK_N = 2048
+"""Side of the square float32 GEMM that measures the machine's matmul throughput."""
+
+
+def matmul_peak(n: int = PEAK_N, repeats: int = 5) -> dict:
+    """float32 n×n GEMM throughput in GFLOP/s with numpy and with jitted ``jnp.dot`` (best of
+    ``repeats`` after one warm-up each); the peak is the larger of the two. Also GFLOP per
+    process CPU second of the best runs (``matmul_peak_gflops_per_cpu_s``)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    flops = 2.0 * n**3
+    a @ b
+    t_np, cpu_np = best_time(lambda: a @ b, repeats)
+    dot = jax.jit(jnp.dot)
+    ja, jb = jnp.asarray(a), jnp.asarray(b)
+    jax.block_until_ready(dot(ja, jb))
+    t_jax, cpu_jax = best_time(lambda: jax.block_until_ready(dot(ja, jb)), repeats)
+    numpy_gflops, jax_gflops = flops / t_np / 1e9, flops / t_jax / 1e9
+    source = "jax" if jax_gflops >= numpy_gflops else "numpy"
+    return {
+        "numpy_matmul_gflops": numpy_gflops,
+        "jax_matmul_gflops": jax_gflops,
+        "matmul_peak_gflops": max(numpy_gflops, jax_gflops),
+        "peak_source": f"{source} float32 {n}x{n} matmul",
+        "matmul_peak_gflops_per_cpu_s": flops / min(cpu_np, cpu_jax) / 1e9,
+    }
+
+
 @contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
     """torch's default intra-op threads (``None``) or ``torch.set_num_threads(threads)`` inside

@@ -28,21 +28,8 @@ import xarray as xr
 COORDS = ("time", "samples", "step")
 
 DEFAULT_OVERFLOW = 1e10
-"""|value| beyond which a recorded observable marks its seed as diverged, for a family that
-declares no ``OVERFLOW`` of its own (:mod:`attndyn.models.base`)."""
-
-
-def overflow_bound(family: str) -> float:
-    """The family's declared ``OVERFLOW``, or :data:`DEFAULT_OVERFLOW` (also for a name that is
-    no registered family)."""
-    from attndyn.core import registry
-    from attndyn.errors import InputError
-
-    try:
-        module = registry.load(registry.FAMILIES, family, "family")
-    except InputError:
-        return DEFAULT_OVERFLOW
-    return float(getattr(module, "OVERFLOW", DEFAULT_OVERFLOW))
+"""|value| beyond which a recorded observable marks its seed as diverged, unless the caller
+passes its family's ``OVERFLOW`` (:mod:`attndyn.models.base`)."""
 
 
 def mark_divergence(
@@ -94,10 +81,10 @@ def make_trajectory(
     """Build a Trajectory; arrays are ``(seed, time)`` when ``seeds`` is given, else ``(time,)``.
 
     A simulation (``seeds`` and ``step`` given) has its divergence marked
-    (:func:`mark_divergence`) with the bound ``overflow``, by default the family's
-    (:func:`overflow_bound`)."""
+    (:func:`mark_divergence`) with the bound ``overflow`` (the family's ``OVERFLOW``; by default
+    :data:`DEFAULT_OVERFLOW`)."""
     if seeds is not None and step is not None:
-        bound = overflow_bound(family) if overflow is None else overflow
+        bound = DEFAULT_OVERFLOW if overflow is None else overflow
         observables, diverged_step = mark_divergence(observables, step, diverged_step, bound)
     dims = ("seed", "time") if seeds is not None else ("time",)
     coords: dict[str, Any] = {"time": ("time", np.asarray(time, dtype=np.float64))}

@@ -240,7 +240,12 @@ def simulate(config: AIMConfig, seeds=None):
         ``step``, untied also ``time_fast`` = nα_d; ``diverged``/``diverged_step`` per seed.
     """
     return simulate_problem(
-        lambda: build(config), config, seeds, family=NAME, times=lambda s: time_axes(config, s)
+        lambda: build(config),
+        config,
+        seeds,
+        family=NAME,
+        overflow=OVERFLOW,
+        times=lambda s: time_axes(config, s),
     )
 
 

@@ -47,14 +47,14 @@ from collections.abc import Sequence
 from importlib import metadata
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from attndyn.core.timing import (
+    PEAK_N,
     AdvanceRunner,
-    best_time,
     calibrated_best,
     cpu_model,
+    matmul_peak,
     progress,
     torch_reference_status,
     torch_threads,
@@ -68,7 +68,6 @@ TARGETS: dict[tuple[int, int], tuple[str, float]] = {
     (512, 64): ("fraction_of_matmul_peak", 0.5),
     (64, 1): ("speedup_vs_torch_eager", 10.0),
 }
-PEAK_N = 2048
 
 
 def bench_config(d: int, batch: int, seeds: int = SEEDS) -> AIMConfig:
@@ -86,31 +85,6 @@ def widths(config: AIMConfig) -> tuple[int, int]:
 def flops_per_sample(d: int, L: int, r: int, r_star: int) -> int:
     """Useful matmul flops of one sample: 2·L·(d + L)·(2r + r*) (see the module docstring)."""
     return 2 * L * (d + L) * (2 * r + r_star)
-
-
-def matmul_peak(n: int = PEAK_N, repeats: int = 5) -> dict:
-    """float32 n×n GEMM throughput in GFLOP/s with numpy and with jitted ``jnp.dot`` (best of
-    ``repeats`` after one warm-up each); the peak is the larger of the two. Also GFLOP per
-    process CPU second of the best runs (``matmul_peak_gflops_per_cpu_s``)."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    flops = 2.0 * n**3
-    a @ b
-    t_np, cpu_np = best_time(lambda: a @ b, repeats)
-    dot = jax.jit(jnp.dot)
-    ja, jb = jnp.asarray(a), jnp.asarray(b)
-    jax.block_until_ready(dot(ja, jb))
-    t_jax, cpu_jax = best_time(lambda: jax.block_until_ready(dot(ja, jb)), repeats)
-    numpy_gflops, jax_gflops = flops / t_np / 1e9, flops / t_jax / 1e9
-    source = "jax" if jax_gflops >= numpy_gflops else "numpy"
-    return {
-        "numpy_matmul_gflops": numpy_gflops,
-        "jax_matmul_gflops": jax_gflops,
-        "matmul_peak_gflops": max(numpy_gflops, jax_gflops),
-        "peak_source": f"{source} float32 {n}x{n} matmul",
-        "matmul_peak_gflops_per_cpu_s": flops / min(cpu_np, cpu_jax) / 1e9,
-    }
 
 
 def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:

@@ -146,7 +146,7 @@ def simulate(config: CircuitsConfig, seeds=None):
         ``loss``, ``attn_distinct``, ``frac_sharp``, ``qk_sv1``, ``ov_gap``), each (S, R)
         float64; coordinates ``samples``, ``step``, ``diverged``/``diverged_step`` per seed.
     """
-    return simulate_problem(lambda: build(config), config, seeds, family=NAME)
+    return simulate_problem(lambda: build(config), config, seeds, family=NAME, overflow=OVERFLOW)
 
 
 EXAMPLE = dict(param="CACO", t_max=20, seeds=2, records=3, test_size=32)

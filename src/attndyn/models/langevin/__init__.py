@@ -178,6 +178,7 @@ def simulate(config: LangevinConfig, seeds=None):
         config,
         seeds,
         family=NAME,
+        overflow=OVERFLOW,
         times=lambda s: time_axes(config, s),
     )
 

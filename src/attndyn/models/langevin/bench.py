@@ -17,7 +17,7 @@ Row fields: ``chain_steps_per_s`` (chains × steps per second), ``reference_chai
 ``speedup_vs_reference`` and ``speedup_vs_numpy``; for LoRA and attention ``gflops``: matmul
 flops per chain-step (:func:`flops_per_chain_step`) × rate, and
 ``fraction_of_matmul_peak`` against the 2048² float32 GEMM
-(:func:`attndyn.models.aim.bench.matmul_peak`). ``cpus_used`` (CPU seconds per wall second)
+(:func:`attndyn.core.timing.matmul_peak`). ``cpus_used`` (CPU seconds per wall second)
 and ``load_average_1min`` say how much of the machine the run had.
 """
 
@@ -358,7 +358,7 @@ def run_langevin_benchmark(
     """One row per workload (default: double-well, lora, attention) at SIZES (QUICK_SIZES with
     ``quick``: ≈ 0.1 s per timing, one repetition, a 512² matmul; otherwise ≥ 1 s, best of 3,
     2048²)."""
-    from attndyn.models.aim.bench import matmul_peak
+    from attndyn.core.timing import matmul_peak
 
     say = progress(log)
     sizes = sizes or (QUICK_SIZES if quick else SIZES)

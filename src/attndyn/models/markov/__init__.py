@@ -284,6 +284,7 @@ def simulate(config: MarkovConfig, seeds=None):
         seeds=seed_ids,
         diverged_step=div,
         family=NAME,
+        overflow=OVERFLOW,
         config=canonical(config),
     )
     traj.attrs["devices"] = result.devices  # seeds sharded over (attndyn.core.devices)

@@ -20,7 +20,7 @@ default, and the explicit Bogacki–Shampine pair), with the advance ``markov.si
   ``p -= lr·p.grad``); ``gd_speedup_vs_torch`` = gd_steps_per_s/torch_steps_per_s;
 - ``gd_fraction_of_matmul_peak``: the step's matmul flops, 3 × 2·(2dm² + 2d²m) (forward of
   W₀W_Q, W₀W_K, Φ, M and twice that backward), times gd_steps_per_s over the machine's float32
-  2048² GEMM rate (:func:`attndyn.models.aim.bench.matmul_peak`): d = 4 rows make every GEMM
+  2048² GEMM rate (:func:`attndyn.core.timing.matmul_peak`): d = 4 rows make every GEMM
   skinny, so this is a small number by construction, reported for scale.
 
 Rows ``adam`` (S = 1 and S = ``seeds`` seeds vmapped): Adam (lr 1.5e-4, Appendix E.1) on
@@ -254,7 +254,7 @@ def run_markov_benchmark(
     """The ``flow`` row and two ``adam`` rows (1 and ``seeds`` seeds); see the module
     docstring. ``quick`` shrinks every size; ``sizes`` overrides m, t_flow, n_sequences, batch
     (the tests use it for a run of a few seconds)."""
-    from attndyn.models.aim.bench import matmul_peak
+    from attndyn.core.timing import matmul_peak
 
     say = progress(log)
     use_torch, why_not = torch_reference_status(torch_reference)

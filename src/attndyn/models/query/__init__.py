@@ -232,6 +232,7 @@ def simulate(config: QueryConfig, seeds=None):
         config,
         seeds,
         family=NAME,
+        overflow=OVERFLOW,
         times=lambda s: time_axes(config, s),
     )
 
