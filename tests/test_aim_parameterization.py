@@ -48,10 +48,13 @@ def test_overlap_ratio_reads_the_horizon_and_masks_divergence():
 
 def test_worst_cell_uses_the_conservative_end():
     cells = {"a": Interval(0.3, 0.2, 0.9, 8), "b": Interval(0.5, 0.45, 0.55, 8)}
-    assert P._worst(cells, "high")[0] == "a"  # at_most: largest high end
-    assert P._worst(cells, "low")[0] == "a"  # at_least: smallest low end
+    assert P._worst(cells, "high").value is cells["a"]  # at_most: largest high end
+    assert P._worst(cells, "low").value is cells["a"]  # at_least: smallest low end
     cells["c"] = Interval(float("nan"), float("nan"), float("nan"), 8)
-    assert P._worst(cells, "high")[0] == "c" and P._worst(cells, "low")[0] == "c"
+    assert (
+        P._worst(cells, "high").value is cells["c"] and P._worst(cells, "low").value is cells["c"]
+    )
+    assert P._worst(cells, "low").detail == "worst cell c"
 
 
 def test_claim_names_follow_the_config_and_swap_reuses_runs():
@@ -59,9 +62,9 @@ def test_claim_names_follow_the_config_and_swap_reuses_runs():
     _, small = experiment_config("aim-parameterization", "small", {})
     assert exp.claim_names(small) == [
         "direct-h2-trapped",
+        "direct-h3-trapped",
         "direct-h2-shrinks",
         "tied-h2-recovers",
-        "direct-h3-trapped",
         "tied-h3-recovers",
         "h1-both-recover",
     ]
@@ -69,8 +72,12 @@ def test_claim_names_follow_the_config_and_swap_reuses_runs():
     for act in ("h2", "h3"):
         for d in P.dims(small, act):
             # the swapped tied arm is the unswapped direct run and vice versa (same samples)
-            assert P._run_values(swapped, "tied", act, d) == P._run_values(small, "direct", act, d)
-            assert P._run_values(swapped, "direct", act, d) == P._run_values(small, "tied", act, d)
+            assert P._run_changes(swapped, "tied", act, d) == P._run_changes(
+                small, "direct", act, d
+            )
+            assert P._run_changes(swapped, "direct", act, d) == P._run_changes(
+                small, "tied", act, d
+            )
     # the record grid puts t_max on a record: records·late_factor intervals up to late·t_max
-    v = P._run_values(small, "tied", "h2", 64)
+    v = P._run_changes(small, "tied", "h2", 64)
     assert v["records"] == 31 and v["t_max"] == pytest.approx(1.5)

@@ -202,10 +202,10 @@ experiment = "aim-parameterization"
 [base]
 d = [8, 12]
 d_h3 = [8, 12]
-t_max = 0.05
+"base.t_max" = 0.05
 t_max_h3 = 0.05
-records = 4
-batch = 4
+"base.records" = 4
+"base.batch" = 4
 [grid]
 seeds = [2]
 """

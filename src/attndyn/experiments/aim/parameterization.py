@@ -2,40 +2,11 @@
 S = WWᵀ) vs S-flow (direct S) from an uninformative start, activations h1, h2, h3, L = 1, inputs
 N(0, I_d).
 
-One statistic for every claim: the overlap of the student with the teacher's structure at a
-horizon, relative to p₂₂ = q₂₂ − t₂² (its value at full recovery),
-
-    s = overlap / p₂₂,   overlap = p_12 (tied, Eq. 15) or max(|p₊|, |p₋|) (direct, Eq. 408),
-
-evaluated at two horizons, t_max and ``late_factor``·t_max (the same runs, recorded past t_max):
-each claim takes the worse of the two, so its verdict does not rest on where the record stops.
-Claims over seeds use the seed mean of s with its Student-t 95 % CI (a ratio: the percentile
-bootstrap over seeds), and the cell (d, horizon) whose CI end is worst:
-
-- ``direct-{h2,h3}-trapped``: √d·s ≤ 1 at every d and both horizons. Cor. 7: for h2, h3 the
-  uninformative manifold is invariant, sup_{t≤T} |p±| → 0 as d → ∞; at finite d the overlap of
-  an uninformative state is of order d^{-1/2} (its start, ≈ 0.1 d^{-1/2} here), so s ≤ d^{-1/2}
-  is "still on the uninformative scale";
-- ``direct-{h2,h3}-shrinks`` (for the activations in ``shrink_claims``; small: h2, as d = 64 → 80
-  cannot resolve h3's decrease): s(largest d)/s(smallest d) < 1 at both horizons (Cor. 7: → 0);
-- ``tied-{h2,h3}-recovers``: s ≥ 1/4 at every d and both horizons (Cor. 3: an O(1) overlap on
-  the d² log d scale). 1/4 is above the trapped bound d^{-1/2} by a factor √d/4 ≥ 2 (d ≥ 64);
-- ``h1-both-recover``: s ≥ 1/4 for tied and direct (Cor. 7: g₊ ≠ 0 for h1).
-
-Preconditions: no seed diverged. The direct-S ODE's invariant manifold (Cor. 7) is an identity of
-the ODE and is a unit test (tests/test_aim_theory.py), not a claim. Both parameterisations see the
-same samples: tied runs to t (t = 4nα_d/d), direct S to t/4 on its own axis (t = nα_d/d).
-
-Normalisation: Var G = 1 for every index at the start, the setting in which the normalised
-Hermite activations are orthonormal (so E h₂'(Z) = E h₃'(Z) = 0 for Z ~ N(0, 1)): the Wishart
-teacher (ρ* = 1/2) gets entries of variance √(2/3)/d (q₂₂ = 1/2, Var G₂ = 2q₂₂ = 1), the tied
-student W entries of variance (2/3)^{1/2}/d (q₁₁(0) = q₂₂, the assumption of P1 Eq. 23), the
-direct student i.i.d. entries of variance 1/d (Var G₁ = Ω₁₁ + Ψ₁₁ = 1).
-
-h3 runs with smaller step constants (direct 0.002, tied 0.001) at d = 64, 80 and its own horizon
-t_max_h3 = 0.45: its per-sample curvature grows like G⁴, SGD at lr = 0.05 diverges at these d, and
-tied h3 still diverges at d ≤ 48. Measured values, both horizons and timings:
-docs/claims/aim-parameterization.md and docs/experiments.md.
+Every claim reads one statistic, s = overlap/p₂₂ with overlap = p_12 (tied, Eq. 15) or
+max(|p₊|, |p₋|) (direct, Eq. 408) and p₂₂ = q₂₂ − t₂², at two horizons (t_max and
+``late_factor``·t_max, the same runs). Both parameterisations see the same samples: tied runs to
+t (t = 4nα_d/d), direct S to t/4 (t = nα_d/d). The claims, controls and presets are declared on
+:class:`AIMParameterization` (the page docs/claims/aim-parameterization.md is generated from them).
 """
 
 from __future__ import annotations
@@ -46,9 +17,25 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.claims import (
+    Base,
+    Check,
+    Control,
+    Evidence,
+    Experiment,
+    ExperimentConfig,
+    Interval,
+    RunContext,
+    at_least,
+    at_most,
+    below,
+    bootstrap_ci,
+    claim,
+    mean_ci,
+    worst,
+)
 from attndyn.figures.draw import dropped_note, new_figure, save_figure
+from attndyn.models.aim.config import AIMConfig
 
 ACTIVATIONS = ("h1", "h2", "h3")
 TEACHER_SCALE = (2 / 3) ** 0.5  # q22 = scale² ρ*(1 + ρ*) = 1/2 at ρ* = 1/2
@@ -58,6 +45,20 @@ TRAPPED = 1.0  # √d·s ≤ 1: the overlap stays on the uninformative d^{-1/2} 
 
 
 class Config(ExperimentConfig):
+    base: AIMConfig = Base(
+        AIMConfig,
+        "L = 1, Wishart teacher with Var G₂ = 1 (teacher_scale = √(2/3)), α_d = lr/(d log d) for "
+        "h1, h2, batch 32, linear record grid; `t_max` is the tied horizon for h1, h2 (direct S "
+        "runs to t_max/4, the same samples) and `records` counts the records up to t_max; each "
+        "run sets `param`, `activation`, `d` (tied: init_scale = (2/3)^¼, q₁₁(0) = q₂₂)",
+        L=1,
+        lr=0.05,
+        batch=32,
+        t_max=1.0,
+        records=20,
+        grid="linear",
+        teacher_scale=TEACHER_SCALE,
+    )
     activations: list[Literal["h1", "h2", "h3"]] = Field(
         ["h1", "h2", "h3"], min_length=1, description="activations compared"
     )
@@ -66,16 +67,12 @@ class Config(ExperimentConfig):
         [64, 80], min_length=2, description="dimensions for h3 (increasing; tied SGD diverges <64)"
     )
     seeds: int = Field(16, ge=2)
-    lr: float = Field(0.05, gt=0, description="α_d = lr/(d log d) for h1, h2")
     lr_h3: float = Field(0.002, gt=0, description="α_d = lr_h3/(d log d) for direct h3")
     lr_h3_tied: float = Field(0.001, gt=0, description="α_d for tied h3 (G⁴ curvature)")
-    batch: int = Field(32, ge=1)
-    t_max: float = Field(1.0, gt=0, description="tied horizon for h1, h2; direct S gets t_max/4")
     t_max_h3: float = Field(0.45, gt=0, description="tied horizon for h3; direct S gets 1/4 of it")
     late_factor: float = Field(1.5, ge=1, description="second horizon = late_factor·t_max")
-    records: int = Field(20, ge=4, description="records up to t_max (linear grid)")
     shrink_claims: list[Literal["h2", "h3"]] = Field(
-        ["h2"], description="activations with a direct-{act}-shrinks claim (resolution: docs)"
+        ["h2"], description="activations with a direct-{act}-shrinks claim (resolution: notes)"
     )
     swap: bool = Field(False, description="control: the tied arm runs direct S and vice versa")
 
@@ -84,33 +81,30 @@ def dims(config: Config, activation: str) -> list[int]:
     return config.d_h3 if activation == "h3" else config.d
 
 
-def _run_values(config: Config, arm: str, act: str, d: int) -> dict[str, Any]:
-    """The simulation of one arm ("tied" or "direct") at one activation and d; under ``swap`` the
-    arm runs the other parameterisation (its own init and time axis, same samples)."""
+def _trapped_acts(config: Config) -> list[str]:
+    return [a for a in ("h2", "h3") if a in config.activations]
+
+
+def _run_changes(config: Config, arm: str, act: str, d: int) -> dict[str, Any]:
+    """The fields of ``config.base`` that one arm ("tied" or "direct") at one activation and d
+    changes; under ``swap`` the arm runs the other parameterisation (its own init and time axis,
+    same samples)."""
     param = {"tied": "direct", "direct": "tied"}[arm] if config.swap else arm
     if act == "h3":
         lr = config.lr_h3_tied if param == "tied" else config.lr_h3
         t_max = config.t_max_h3
     else:
-        lr, t_max = config.lr, config.t_max
+        lr, t_max = config.base.lr, config.base.t_max
     late = t_max * config.late_factor
-    values = dict(
-        L=1,
+    return dict(
         d=d,
         param=param,
         activation=act,
         lr=lr,
-        batch=config.batch,
-        seeds=config.seeds,
-        seed=config.seed,
-        records=int(round(config.records * config.late_factor)) + 1,
-        grid="linear",
-        teacher_scale=TEACHER_SCALE,
+        records=int(round(config.base.records * config.late_factor)) + 1,
         t_max=late if param == "tied" else late / 4,
+        init_scale=TIED_INIT if param == "tied" else config.base.init_scale,
     )
-    if param == "tied":
-        values["init_scale"] = TIED_INIT
-    return values
 
 
 def overlap_ratio(traj, horizon: float) -> np.ndarray:
@@ -131,14 +125,40 @@ def _horizons(config: Config) -> list[float]:
     return [1.0 / config.late_factor, 1.0] if config.late_factor > 1 else [1.0]
 
 
-def _worst(cells: dict[str, Interval], end: str) -> tuple[str, Interval]:
-    """The cell whose CI ``end`` ("low" or "high") is worst, and its interval."""
+def _worst(cells: dict[str, Interval], end: str) -> Evidence:
+    """The cell whose CI ``end`` ("low" or "high") is worst: its interval, named."""
     key = worst(cells, end)
-    return key, cells[key]
+    return Evidence(cells[key], detail=f"worst cell {key}")
 
 
 def _asdict(i: Interval) -> dict[str, float]:
     return {"value": i.value, "low": i.low, "high": i.high, "n_seeds": i.n_seeds}
+
+
+NOTES = """\
+**One statistic, two horizons.** Every claim uses s = overlap/p₂₂ (overlap = p_12 for tied,
+Eq. 15; max(|p₊|, |p₋|) for direct S, Eq. 408; p₂₂ = q₂₂ − t₂², the overlap at full recovery)
+at t_max and `late_factor`·t_max (one run recorded past t_max). Each claim takes the worse of the
+two horizons and of the dimensions, so a verdict cannot rest on where the record stops (every
+direct run peaks at its last record: with one horizon, `direct-h3-trapped` passed at t_max_h3 =
+0.3 and failed at 0.45). Precondition: no seed diverged in any run (a diverged seed is a step-size
+failure, not evidence about recovery; the verdict is then *invalid*).
+
+**Normalisation.** Var G = 1 for every index at the start, where the normalised Hermite
+activations are orthonormal (E h₂'(Z) = E h₃'(Z) = 0 for Z ~ N(0, 1)): the Wishart teacher
+(ρ* = 1/2) has entries of variance √(2/3)/d (q₂₂ = 1/2), the tied student W entries of variance
+(2/3)^½/d (q₁₁(0) = q₂₂, the assumption of P1 Eq. 23), the direct student i.i.d. N(0, 1/d).
+
+**h3.** Smaller step constants (direct 0.002, tied 0.001) at d = 64, 80 and its own horizon
+t_max_h3 = 0.45: the per-sample curvature grows like G⁴, SGD at lr = 0.05 diverges at these d,
+and tied h3 still diverges at d ≤ 48 (1 of 16 seeds at lr 0.001, 6 of 16 at 0.002). Tied h3's
+Eq. 17 slope at this normalisation is small (Γ_12 = −1/3 at q₁₂ = t₁t₂ = 1/6), so at t = 0.3
+tied h3 at d = 80 had only s = 0.278 [0.201, 0.355]; at 0.45 it has 0.546.
+
+**Removed claims.** `ode-invariant-manifold` and `ode-h1-leaves-manifold` (the direct-S ODE from
+{t₁ = 0, Ψ₁₂ = Ω₁₂ = 0} stays there for h2, h3 and leaves for h1) are an identity of the ODE:
+`tests/test_aim_theory.py::test_uninformative_manifold_is_invariant_iff_the_cross_gradients_vanish`.
+"""
 
 
 class AIMParameterization(Experiment):
@@ -152,8 +172,8 @@ class AIMParameterization(Experiment):
             "activations": ["h2"],
             "d": [48, 64],
             "seeds": 8,
-            "batch": 64,
-            "t_max": 0.6,
+            "base.batch": 64,
+            "base.t_max": 0.6,
             "shrink_claims": [],
         },
         "small": {},
@@ -162,29 +182,75 @@ class AIMParameterization(Experiment):
             "d_h3": [100, 200, 400],
             "shrink_claims": ["h2", "h3"],
             "seeds": 8,
-            "records": 40,
+            "base.records": 40,
         },
+    }
+    preset_notes = {
+        "tiny": "h2 only, d = 48, 64, 8 seeds, batch 64, t_max = 0.6 (and 0.9). It cannot resolve "
+        '"shrinks" (16 seeds at d = 48 → 64 gave the ratio 0.65 [0.39, 1.22] at t_max), so it '
+        "does not claim it.",
+        "small": "h1, h2 at d = 64, 128 (t_max = 1, lr 0.05); h3 at d = 64, 80 (t_max_h3 = 0.45, "
+        "direct lr 0.002, tied lr 0.001); 16 seeds, batch 32. No `direct-h3-shrinks`: from d = "
+        "64 to 80 the h3 overlap changes by ≈ 5–12 %, below what 16 seeds resolve; smaller d "
+        "does not stay trapped (direct h3 at d = 48 reaches √d·s = 0.92 [0.57, 1.28] at "
+        "1.5·0.45) and tied h3 diverges at d ≤ 48.",
+        "paper": "d = 100, 200, 400 for every activation, 8 seeds, both shrink claims.",
     }
     controls = {
         "param-swapped": Control(
             {"swap": True},
-            ("direct-h2-trapped", "tied-h2-recovers"),
-            "the tied and direct arms exchanged (the wrong parameterisation for each claim): "
-            "tied S = WWᵀ recovers (Cor. 3) and direct S with h2 is trapped (Cor. 7)",
+            "the tied and direct arms exchanged (the wrong parameterisation for each claim, each "
+            "arm with its own init and time axis, same samples): tied S = WWᵀ recovers (Cor. 3) "
+            "and direct S with h2 is trapped (Cor. 7)",
         ),
     }
-
-    def claim_names(self, config: Config) -> list[str]:
-        names = []
-        for act in ("h2", "h3"):
-            if act in config.activations:
-                names.append(f"direct-{act}-trapped")
-                if act in config.shrink_claims:
-                    names.append(f"direct-{act}-shrinks")
-                names.append(f"tied-{act}-recovers")
-        if "h1" in config.activations:
-            names.append("h1-both-recover")
-        return names
+    claims = (
+        claim(
+            "direct-{}-trapped",
+            "direct S with {} stays on the uninformative scale (Cor. 7)",
+            statistic="√d·s of direct S (s = overlap/p₂₂, overlap = max(|p₊|, |p₋|), Eq. 408), "
+            "seed mean (Student-t 95 % CI), the cell (d, horizon t_max or late_factor·t_max) "
+            "with the worst CI high end",
+            target=at_most(TRAPPED),
+            reason="Cor. 7: the uninformative manifold is invariant for h2, h3 (E h₂'(Z) = "
+            "E h₃'(Z) = 0), so sup_{t≤T}|p±| → 0 as d → ∞. At finite d an uninformative "
+            "student's overlap is of order d^−½ (the start here: √d·s ≈ 0.1); s ≤ d^−½ says the "
+            "overlap is still on that scale, not O(1)",
+            controls={"param-swapped": ("h2",)},
+            over=_trapped_acts,
+        ),
+        claim(
+            "direct-{}-shrinks",
+            "direct S with {}: the overlap shrinks as d grows",
+            statistic="s(largest d)/s(smallest d) of direct S (ratio of seed means, percentile "
+            "bootstrap over seeds within each d), the horizon with the worst CI high end",
+            target=below(1.0),
+            reason="Cor. 7: sup_{t≤T}|p±| → 0 as d grows",
+            over=lambda c: [a for a in c.shrink_claims if a in c.activations],
+        ),
+        claim(
+            "tied-{}-recovers",
+            "tied S = WWᵀ with {} recovers an O(1) overlap (Cor. 3)",
+            statistic="s of tied (overlap = p_12, Eq. 15), seed mean (Student-t 95 % CI), the "
+            "cell (d, horizon) with the worst CI low end",
+            target=at_least(RECOVERED),
+            reason="Cor. 3 (Γ_12 ≠ 0, Eq. 23): an O(1) overlap on the d² log d scale. 1/4 lies "
+            'above the trapped bound d^−½ by √d/4 ≥ 2 at d ≥ 64, so "trapped" and '
+            '"recovered" cannot both hold',
+            controls={"param-swapped": ("h2",)},
+            over=_trapped_acts,
+        ),
+        claim(
+            "h1-both-recover",
+            "with h1 both tied and direct S recover an O(1) overlap",
+            statistic="s of tied (p_12) and direct (max |p±|) with h1, seed mean (Student-t "
+            "95 % CI), the cell (arm, d, horizon) with the worst CI low end",
+            target=at_least(RECOVERED),
+            reason="Cor. 7 with h1: g₊ ≠ 0, so direct S recovers too; Cor. 3 for tied",
+            when=lambda c: "h1" in c.activations,
+        ),
+    )
+    notes = NOTES
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
         return [Check.compare("diverged seeds, all runs", m["diverged_seeds"], "==", 0)]
@@ -196,7 +262,8 @@ class AIMParameterization(Experiment):
                 continue
             for arm in ("direct", "tied"):
                 for d in dims(config, act):
-                    sims[(arm, act, d)] = ctx.simulate("aim", **_run_values(config, arm, act, d))
+                    changes = _run_changes(config, arm, act, d)
+                    sims[(arm, act, d)] = ctx.simulate("aim", config.base, **changes)
         return {"sims": sims}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
@@ -224,59 +291,19 @@ class AIMParameterization(Experiment):
         diverged = sum(int(t["diverged"].sum()) for t in results["sims"].values())
         return {"horizons": names, "cells": cells, "shrink": shrink, "diverged_seeds": diverged}
 
-    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
-        cells = m["cells"]
-
+    def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         def pick(prefixes, key):
-            return {k: Interval(**v[key]) for k, v in cells.items() if k.startswith(prefixes)}
+            return {k: Interval(**v[key]) for k, v in m["cells"].items() if k.startswith(prefixes)}
 
-        out = []
-        for act in ("h2", "h3"):
-            if act not in config.activations:
-                continue
-            where, value = _worst(pick((f"direct {act} ",), "sqrt_d_s"), "high")
-            out.append(
-                Claim.at_most(
-                    f"direct-{act}-trapped",
-                    f"direct S with {act}: √d·(overlap/p₂₂), seed mean, worst over d = "
-                    f"{dims(config, act)} and horizons {m['horizons']} (here {where})",
-                    value,
-                    TRAPPED,
-                )
-            )
-            ratios = {k: Interval(**v) for k, v in m["shrink"].items() if k.startswith(act)}
-            where, value = _worst(ratios, "high")
+        out = {}
+        for act in _trapped_acts(config):
+            out[f"direct-{act}-trapped"] = _worst(pick((f"direct {act} ",), "sqrt_d_s"), "high")
             if act in config.shrink_claims:
-                out.append(
-                    Claim.below(
-                        f"direct-{act}-shrinks",
-                        f"direct S with {act}: ratio of the seed-mean overlap/p₂₂ at the largest "
-                        f"to the smallest d, worst over horizons (here {where})",
-                        value,
-                        1.0,
-                    )
-                )
-            where, value = _worst(pick((f"tied {act} ",), "s"), "low")
-            out.append(
-                Claim.at_least(
-                    f"tied-{act}-recovers",
-                    f"tied with {act}: overlap/p₂₂ (p_12), seed mean, worst over d = "
-                    f"{dims(config, act)} and horizons (here {where})",
-                    value,
-                    RECOVERED,
-                )
-            )
+                ratios = {k: Interval(**v) for k, v in m["shrink"].items() if k.startswith(act)}
+                out[f"direct-{act}-shrinks"] = _worst(ratios, "high")
+            out[f"tied-{act}-recovers"] = _worst(pick((f"tied {act} ",), "s"), "low")
         if "h1" in config.activations:
-            where, value = _worst(pick(("tied h1 ", "direct h1 "), "s"), "low")
-            out.append(
-                Claim.at_least(
-                    "h1-both-recover",
-                    "h1: overlap/p₂₂ of tied (p_12) and direct (max |p±|), seed mean, worst over "
-                    f"both, d and horizons (here {where})",
-                    value,
-                    RECOVERED,
-                )
-            )
+            out["h1-both-recover"] = _worst(pick(("tied h1 ", "direct h1 "), "s"), "low")
         return out
 
     def figure(
@@ -295,7 +322,8 @@ class AIMParameterization(Experiment):
                 traj = sims[(arm, act, d)]
                 n = traj["samples"].values / scale
                 p22 = float(traj["p_22"].isel(time=0).mean("seed"))
-                s = recovery_signal(traj, kind=_run_values(config, arm, act, d)["param"]) / p22
+                kind = _run_changes(config, arm, act, d)["param"]
+                s = recovery_signal(traj, kind=kind) / p22
                 for seed in range(traj.sizes["seed"]):
                     ax.plot(n, s.isel(seed=seed), color=colour, alpha=0.25, lw=0.8)
                 label = f"{arm}, d = {d}{dropped_note(traj)}"  # the mean of finite seeds
