@@ -20,7 +20,7 @@ def test_circuits_ode_json_crossings(tmp_path):
     out = tmp_path / "r"
     proc = subprocess.run(
         [sys.executable, "-m", "attndyn", "run", "circuits-ode", "--strict", "--json",
-         "--out", str(out), "--set", "fig_thresholds=6", "--set", "records=20", "--yes"],
+         "--out", str(out), "--set", "fig_thresholds=6", "--set", "base.records=20", "--yes"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -47,8 +47,8 @@ def test_circuits_ode_json_crossings(tmp_path):
     "values, field",
     [
         ({"ratios": [0.1, 1.0, 10.0]}, "ratios"),
-        ({"n": 40.0}, "'n'"),
-        ({"stop_loss": 1e-3}, "stop_loss"),
+        ({"base.n": 40.0}, "'base.n'"),
+        ({"base.stop_loss": 1e-3}, "stop_loss"),
         ({"ratios": [1.0, 0.1, 0.01]}, "ratios"),
     ],
 )
