@@ -20,7 +20,7 @@ def test_circuits_ode_json_crossings(tmp_path):
     out = tmp_path / "r"
     proc = subprocess.run(
         [sys.executable, "-m", "attndyn", "run", "circuits-ode", "--strict", "--json",
-         "--out", str(out), "--set", "fig_thresholds=6", "--set", "records=20", "--yes"],
+         "--out", str(out), "--set", "fig_thresholds=6", "--set", "base.records=20", "--yes"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -47,8 +47,8 @@ def test_circuits_ode_json_crossings(tmp_path):
     "values, field",
     [
         ({"ratios": [0.1, 1.0, 10.0]}, "ratios"),
-        ({"n": 40.0}, "'n'"),
-        ({"stop_loss": 1e-3}, "stop_loss"),
+        ({"base.n": 40.0}, "'base.n'"),
+        ({"base.stop_loss": 1e-3}, "stop_loss"),
         ({"ratios": [1.0, 0.1, 0.01]}, "ratios"),
     ],
 )
@@ -69,11 +69,7 @@ def test_circuits_fixed_attention_runs_and_stores_claims(tmp_path):
     outcome = run(
         "circuits-fixed-attention",
         out=tmp_path / "r",
-        alphas=[0.2, 1.0],
-        steps=200,
-        records=11,
-        eval_size=256,
-        lr=0.1,
+        base={"alphas": [0.2, 1.0], "t_max": 200, "records": 11, "eval_size": 256, "lr": 0.1},
         seeds=2,
     )
     names = {c.name for c in outcome.claims}
@@ -98,6 +94,6 @@ def test_circuits_fixed_attention_runs_and_stores_claims(tmp_path):
 
 def test_circuits_fixed_attention_refuses_unordered_alphas():
     with pytest.raises(InputError, match="alphas"):
-        experiment_config("circuits-fixed-attention", "tiny", {"alphas": [0.6, 0.2]})
+        experiment_config("circuits-fixed-attention", "tiny", {"base.alphas": [0.6, 0.2]})
     with pytest.raises(InputError, match="seeds"):
         experiment_config("circuits-fixed-attention", "tiny", {"seeds": 1})

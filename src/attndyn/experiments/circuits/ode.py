@@ -3,38 +3,15 @@ the QK and OV circuits for r = η_QK/η_OV ∈ {0.01, 0.1, 1, 10, 100}.
 
 The flow (:mod:`attndyn.models.circuits.theory.reduced`, docs/circuits-theory.md §1) is integrated
 with DOP853 (float64, rtol 1e-10) from μ_OV = μ_QK = 0 until the loss reaches 1e-4, with events at
-loss thresholds; Fig. 4's constants m = 5, n = 50, b = 50, M = 20, η_OV = 1. Nothing random
-enters: the experiment is ``deterministic`` (``seed``/``seeds`` are recorded, change nothing),
-and its claims are plain numbers without confidence intervals (docs/claims/circuits-ode.md).
-
-Claims:
-
-- ``published-r<r>`` (r = 0.01, 0.1; only with ``compare_published``, which requires Fig. 4's
-  constants, ``stop_loss`` ≤ 1e-4 and both r among ``ratios``): α at L = 1, 1e-1, 1e-2, 1e-3,
-  1e-4 and μ_OV, μ_QK at L = 1e-4 equal the output of the authors' Fig. 4 notebook (three
-  decimals, docs/circuits-theory.md §1) to within half a unit of the third decimal (the printed
-  precision) plus the notebook's own RK4 error; value: the largest deviation;
-- ``alpha-increases-with-r``: α at L = ``stop_loss`` increases strictly with r (faster QK learning
-  sharpens attention); value: the smallest step between consecutive r;
-- ``ov-decreases-with-r``: μ_OV at L = ``stop_loss`` decreases strictly with r (less OV growth at
-  the same loss: faster QK changes the learned solution, not only the speed); value: the smallest
-  step.
-
-That the path depends on the rates only through r (both η × c: same states at every threshold,
-crossing times ÷ c) is an identity of the flow (rescaling time), tested in
-tests/test_circuits_theory.py (``test_v3_path_invariance``), not a claim.
-
-Precondition: every r reaches L = ``stop_loss`` (else the outcome is invalid).
-
-Negative control ``swapped-rates`` (``swap_rates``): η_QK and η_OV exchanged (r → 1/r at the same
-labels), under which α decreases with the labelled r and the published rows are missed.
+loss thresholds; Fig. 4's constants m = 5, n = 50, b = 50, M = 20, η_OV = 1. The claims, the
+control and the presets are declared on :class:`CircuitsODE` (docs/claims/circuits-ode.md is
+generated from them).
 
 ``--json`` summary: the measurements, among them ``crossings``, a list of {ratio, loss, mu_ov,
 mu_qk, alpha, time, tau} for each r and each threshold 1, 1e-1, …, 1e-4 (time: gradient-flow
 time with η_OV = 1; tau = t·min(η_OV, η_QK), the notebook's axis). Figure: μ_OV, μ_QK, loss and α
-against log10(1 + t), and (μ_OV, μ_QK, α) at the first crossing of 50 log-spaced thresholds from 1
-to 1e-4, as Fig. 4. Presets ``small`` and ``paper`` are the same, ``tiny`` records fewer points;
-measured values and timings are in docs/experiments.md.
+against log10(1 + t), and (μ_OV, μ_QK, α) at the first crossing of ``fig_thresholds``
+log-spaced thresholds from 1 to ``stop_loss``, as Fig. 4.
 """
 
 from __future__ import annotations
@@ -45,8 +22,21 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
+from attndyn.claims import (
+    Base,
+    Check,
+    Control,
+    Evidence,
+    Experiment,
+    ExperimentConfig,
+    RunContext,
+    above,
+    at_most,
+    claim,
+    variant,
+)
 from attndyn.figures.draw import new_figure, save_figure
+from attndyn.models.circuits.theory import CircuitsTheoryConfig
 
 # output of the authors' notebook Fig-4 Code/Simulated_Differential_equations.ipynb (arXiv
 # 2608.06776, three decimals; docs/circuits-theory.md §1): α at L = 1, 1e-1, 1e-2, 1e-3, 1e-4,
@@ -62,18 +52,15 @@ PRINTED_HALF_UNIT = 5e-4
 
 
 class Config(ExperimentConfig):
+    base: CircuitsTheoryConfig = Base(
+        CircuitsTheoryConfig,
+        "the reduced flow with Fig. 4's constants (m = 5, n = 50, b = 50, M = n_classes = 20, "
+        "η_OV = 1), integrated until L = stop_loss = 1e-4, 200 records; `ratio` is set per run",
+    )
     ratios: list[float] = Field(
         [0.01, 0.1, 1.0, 10.0, 100.0], min_length=2, description="r = η_QK/η_OV (increasing)"
     )
-    eta_ov: float = Field(1.0, gt=0, description="η_OV (Fig. 4: 1)")
-    m: float = Field(5.0, gt=0)
-    n: float = Field(50.0, gt=0)
-    b: float = Field(50.0, gt=0)
-    n_classes: float = Field(20.0, gt=1, description="M, the number of output classes")
-    stop_loss: float = Field(1e-4, gt=0, description="integration ends at this loss")
     fig_thresholds: int = Field(50, ge=2, description="log-spaced thresholds 1 … stop_loss")
-    records: int = Field(200, ge=10, description="record points per trajectory")
-    rtol: float = Field(1e-10, gt=0, lt=1e-6)
     seeds: int = Field(1, ge=1, description="recorded only: the flow is deterministic")
     compare_published: bool = Field(
         True,
@@ -88,21 +75,20 @@ class Config(ExperimentConfig):
     def _meaningful(self) -> Config:
         r = self.ratios
         if any(y <= x for x, y in zip(r, r[1:], strict=False)):
-            raise ValueError(f"'ratios' must increase strictly (got {r})")
+            raise ValueError(f"ratios: must increase strictly (got {r})")
         if not self.compare_published:
             return self
-        differ = [k for k, v in FIG4.items() if getattr(self, k) != v]
+        differ = [k for k, v in FIG4.items() if getattr(self.base, k) != v]
         if differ:
             raise ValueError(
-                f"compare_published=true needs Fig. 4's constants: '{differ[0]}' must be "
+                f"compare_published=true needs Fig. 4's constants: 'base.{differ[0]}' must be "
                 f"{FIG4[differ[0]]:g} (or set compare_published=false)"
             )
-        if self.stop_loss > 1e-4:
+        if self.base.stop_loss > 1e-4:
             raise ValueError(
-                "compare_published=true needs 'stop_loss' <= 1e-4 (or compare_published=false)"
+                "compare_published=true needs 'base.stop_loss' <= 1e-4 (or compare_published=false)"
             )
-        missing = [x for x in PUBLISHED if x not in r]
-        if missing:
+        if any(x not in r for x in PUBLISHED):
             raise ValueError(
                 f"compare_published=true needs 'ratios' to include {', '.join(map(str, PUBLISHED))}"
                 " (or set compare_published=false)"
@@ -110,20 +96,12 @@ class Config(ExperimentConfig):
         return self
 
 
-def _rates(config: Config, ratio: float) -> tuple[float, float]:
-    """(η_OV, r) of the run labelled ``ratio``; ``swap_rates`` exchanges η_OV and η_QK."""
+def _rates(config: Config, ratio: float) -> dict[str, float]:
+    """η_OV and r of the run labelled ``ratio``; ``swap_rates`` exchanges η_OV and η_QK."""
+    eta_ov = config.base.eta_ov
     if config.swap_rates:
-        return ratio * config.eta_ov, 1.0 / ratio
-    return config.eta_ov, ratio
-
-
-def _params(config: Config, ratio: float):
-    from attndyn.models.circuits.theory.reduced import ReducedParams
-
-    eta_ov, r = _rates(config, ratio)
-    return ReducedParams(
-        m=config.m, n=config.n, b=config.b, M=config.n_classes, eta_ov=eta_ov, eta_qk=r * eta_ov
-    )
+        return {"eta_ov": ratio * eta_ov, "ratio": 1.0 / ratio}
+    return {"eta_ov": eta_ov, "ratio": ratio}
 
 
 class CircuitsODE(Experiment):
@@ -133,55 +111,92 @@ class CircuitsODE(Experiment):
         "OV growth at a fixed loss"
     )
     Config = Config
-    presets = {"tiny": {"fig_thresholds": 6, "records": 20}, "small": {}, "paper": {}}
+    presets = {"tiny": {"fig_thresholds": 6, "base.records": 20}, "small": {}, "paper": {}}
+    preset_notes = {
+        "tiny": "6 figure thresholds, 20 records: the same claims on the same crossings (the "
+        "table thresholds are always included), so the verdict cannot differ from small's; tiny "
+        "only draws a coarser figure.",
+        "small": "50 figure thresholds, 200 records.",
+        "paper": "the same as small.",
+    }
     deterministic = True
     controls = {
         "swapped-rates": Control(
             {"swap_rates": True},
-            (
-                "published-r0.01",
-                "published-r0.1",
-                "alpha-increases-with-r",
-                "ov-decreases-with-r",
-            ),
             "η_QK and η_OV exchanged (the run labelled r has η_QK/η_OV = 1/r): attention "
             "sharpens with 1/r, so α falls and μ_OV rises along the labelled r",
         ),
     }
+    claims = (
+        claim(
+            "published-r{}",
+            "r = {}: α at L = 1 … 1e-4 and μ_OV, μ_QK at 1e-4 equal the output of the authors' "
+            "Fig. 4 notebook (three decimals)",
+            statistic="largest |ours − notebook| over α at L = 1, 1e-1, …, 1e-4 and μ_OV, μ_QK "
+            "at 1e-4",
+            target=at_most(PRINTED_HALF_UNIT),
+            reason="the notebook prints three decimals: a correct flow rounds to the printed "
+            "digits, so it lies within half a unit of the third decimal (the integration error, "
+            "rtol 1e-10 vs 1e-12, is four orders of magnitude below)",
+            controls=("swapped-rates",),
+            over=lambda config: tuple(PUBLISHED),
+            when=lambda config: config.compare_published,
+            seeds=1,
+        ),
+        claim(
+            "alpha-increases-with-r",
+            "α at L = `base.stop_loss` increases strictly with r (faster QK learning sharpens "
+            "attention)",
+            statistic="smallest α(r_{i+1}) − α(r_i) over consecutive `ratios`",
+            target=above(0.0),
+            reason="the paper's statement is an ordering: strict increase",
+            controls=("swapped-rates",),
+            seeds=1,
+        ),
+        claim(
+            "ov-decreases-with-r",
+            "μ_OV at L = `base.stop_loss` decreases strictly with r (less OV growth at the same loss: "
+            "faster QK changes the learned solution, not only the speed)",
+            statistic="smallest μ_OV(r_i) − μ_OV(r_{i+1}) over consecutive `ratios`",
+            target=above(0.0),
+            reason="the paper's statement is an ordering: strict decrease",
+            controls=("swapped-rates",),
+            seeds=1,
+        ),
+    )
+    notes = """\
+The published claims need Fig. 4's constants (m = 5, n = 50, b = 50, M = 20), `base.stop_loss` ≤ 1e-4
+and r = 0.01, 0.1 among `ratios`; any other config is refused with an InputError naming the field,
+unless `compare_published=false`, which declares only the two ordering claims. `ratios` must
+increase strictly.
 
-    def claim_names(self, config: Config) -> list[str]:
-        published = [f"published-r{r:g}" for r in PUBLISHED] if config.compare_published else []
-        return [*published, "alpha-increases-with-r", "ov-decreases-with-r"]
+Identity moved to a unit test: that the path depends on the rates only through r (both η × c:
+the same (μ_OV, μ_QK, α) at every loss threshold, crossing times ÷ c) follows from rescaling time
+in the ODE; it is `test_v3_path_invariance` in tests/test_circuits_theory.py.
+
+Precondition: every r reaches L = `base.stop_loss` (a finite crossing row for each r); otherwise the
+outcome is invalid.
+"""
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
+        from attndyn.models.circuits.theory import params_of
         from attndyn.models.circuits.theory.reduced import solve
 
+        stop = config.base.stop_loss
         thresholds = sorted(
-            set(TABLE_THRESHOLDS) | set(np.geomspace(1.0, config.stop_loss, config.fig_thresholds)),
+            set(TABLE_THRESHOLDS) | set(np.geomspace(1.0, stop, config.fig_thresholds)),
             reverse=True,
         )
-        thresholds = [t for t in thresholds if t >= config.stop_loss]
+        thresholds = [t for t in thresholds if t >= stop]
         trajectories, crossings = {}, {}
         for r in config.ratios:
-            eta_ov, ratio = _rates(config, r)
-            trajectories[r] = ctx.predict(
-                "circuits",
-                m=config.m,
-                n=config.n,
-                b=config.b,
-                n_classes=config.n_classes,
-                eta_ov=eta_ov,
-                ratio=ratio,
-                stop_loss=config.stop_loss,
-                records=config.records,
-                rtol=config.rtol,
-            )
+            trajectories[r] = ctx.predict("circuits", config.base, **_rates(config, r))
             crossings[r] = solve(
-                _params(config, r),
+                params_of(variant(config.base, **_rates(config, r))),
                 thresholds,
-                stop_loss=config.stop_loss,
+                stop_loss=stop,
                 records=2,
-                rtol=config.rtol,
+                rtol=config.base.rtol,
             ).crossings
         return {"trajectories": trajectories, "crossings": crossings, "thresholds": thresholds}
 
@@ -191,10 +206,11 @@ class CircuitsODE(Experiment):
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         crossings = results["crossings"]
+        stop = config.base.stop_loss
         table = []
         for rows in crossings.values():
             for th in TABLE_THRESHOLDS:
-                if th < config.stop_loss:
+                if th < stop:
                     continue
                 row = self._at(rows, th)
                 keys = ("ratio", "loss", "mu_ov", "mu_qk", "alpha", "time", "tau")
@@ -209,7 +225,7 @@ class CircuitsODE(Experiment):
             last = self._at(rows, 1e-4)
             dev += [abs(last["mu_ov"] - ref["mu_ov"]), abs(last["mu_qk"] - ref["mu_qk"])]
             published[r] = max(dev)
-        final = [self._at(crossings[r], config.stop_loss) for r in config.ratios]
+        final = [self._at(crossings[r], stop) for r in config.ratios]
         crossed = all(np.isfinite(row["alpha"]) and np.isfinite(row["mu_ov"]) for row in final)
         a = [row["alpha"] for row in final]
         mu = [row["mu_ov"] for row in final]
@@ -225,41 +241,22 @@ class CircuitsODE(Experiment):
         }
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
-        return [Check(f"every r reached L = {config.stop_loss:g}", m["every_r_crossed"])]
+        return [Check(f"every r reached L = {config.base.stop_loss:g}", m["every_r_crossed"])]
 
-    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
-        out = [
-            Claim.at_most(
-                f"published-r{r:g}",
-                f"r = {r:g}: α at L = 1 … 1e-4 and μ_OV, μ_QK at 1e-4 vs the authors' notebook "
-                "output (arXiv 2608.06776 Fig. 4, 3 decimals); value: largest deviation",
-                dev,
-                PRINTED_HALF_UNIT,
-            )
-            for r, dev in m["published_deviation"].items()
-        ]
+    def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         rs = ", ".join(f"{r:g}" for r in config.ratios)
-        out.append(
-            Claim.above(
-                "alpha-increases-with-r",
-                f"α at L = {config.stop_loss:g} for r = {rs}: "
-                + ", ".join(f"{x:.3f}" for x in m["final_alpha"])
-                + "; value: smallest increase between consecutive r",
+        at = f"L = {config.base.stop_loss:g} for r = {rs}"
+        return {
+            **{f"published-r{r:g}": dev for r, dev in m["published_deviation"].items()},
+            "alpha-increases-with-r": Evidence(
                 m["alpha_step"],
-                0,
-            )
-        )
-        out.append(
-            Claim.above(
-                "ov-decreases-with-r",
-                f"μ_OV at L = {config.stop_loss:g} for r = {rs}: "
-                + ", ".join(f"{x:.3f}" for x in m["final_mu_ov"])
-                + "; value: smallest decrease between consecutive r",
+                detail=f"α at {at}: " + ", ".join(f"{x:.3f}" for x in m["final_alpha"]),
+            ),
+            "ov-decreases-with-r": Evidence(
                 m["ov_step"],
-                0,
-            )
-        )
-        return out
+                detail=f"μ_OV at {at}: " + ", ".join(f"{x:.3f}" for x in m["final_mu_ov"]),
+            ),
+        }
 
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
