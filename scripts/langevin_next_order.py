@@ -38,7 +38,7 @@ from attndyn.experiments.langevin.plateau import (  # noqa: E402
     model_values,
 )
 from attndyn.models.langevin import LangevinConfig, frozen_part  # noqa: E402
-from attndyn.models.langevin.potentials import potential  # noqa: E402
+from attndyn.models.langevin.model import potential  # noqa: E402
 from attndyn.models.langevin.stationary import minimise_newton  # noqa: E402
 
 

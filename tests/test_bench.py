@@ -63,7 +63,7 @@ def test_torch_reference_matches_simulator_gradient():
     batch = {"x": jnp.asarray(x), "noise_key": jax.random.PRNGKey(1)}
     grad = np.asarray(jax.grad(problem.loss)(params, state, batch)["W"][0])
 
-    from attndyn.models.aim.bench import torch_loss
+    from attndyn_bench.aim import torch_loss
 
     W = torch.tensor(np.asarray(params["W"][0]), requires_grad=True)
     F = torch.tensor(np.asarray(state["teacher"]["F"][0]))

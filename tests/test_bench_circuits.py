@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from attndyn.models.circuits.bench import bench_config, run_circuits_benchmark, torch_reference_loop
+from attndyn.models.circuits.bench import bench_config, run_circuits_benchmark
+from attndyn_bench.circuits import torch_reference_loop
 
 
 def test_quick_run_rows():

@@ -12,6 +12,7 @@ import pytest
 from attndyn.core.trainer import Carry, make_advance, seed_keys
 from attndyn.models import langevin as L
 from attndyn.models.langevin import bench
+from attndyn_bench import langevin as reference
 
 TINY = {
     "double-well": dict(seeds=64),
@@ -72,8 +73,8 @@ def _generic_point(c, chains, seed=0):
         if c.train_outer:
             params["a"] = rng.standard_normal((chains, c.width))
         return params, frozen
-    shapes = L.potentials.attention_shapes(c)
-    trained = L.potentials.attention_trained(c)
+    shapes = L.model.attention_shapes(c)
+    trained = L.model.attention_trained(c)
     y_shape = (c.n, c.tokens, c.d_out) if c.pooling == "none" else (c.n, c.d_out)
     frozen = {
         "X": rng.standard_normal((c.n, c.tokens, c.d)),
@@ -106,12 +107,12 @@ def test_references_follow_the_trainer_with_the_same_noise(workload):
         noise = bench.trainer_noise(problem, carry, keys, np.arange(steps))
         references = [None]
         if workload == "attention" and importlib.util.find_spec("torch") is not None:
-            references.append(bench.torch_attention_gradients)
+            references.append(reference.torch_attention_gradients)
         for gradients in references:
             theta = {g: np.asarray(w) for g, w in params.items()}
             for k in range(steps):
-                theta = bench.em_step(c, theta, frozen, {g: w[k] for g, w in noise.items()},
-                                      gradients)  # fmt: skip
+                theta = reference.em_step(c, theta, frozen, {g: w[k] for g, w in noise.items()},
+                                          gradients)  # fmt: skip
             for g in theta:
                 assert np.std(noise[g]) > 0
                 np.testing.assert_allclose(
@@ -135,7 +136,7 @@ def test_numpy_gradients_are_jax_gradients(workload, extra):
         pot = L.potential(c)
         params, frozen = _generic_point(c, 2)
         ref = jax.jit(jax.vmap(jax.grad(pot.F), in_axes=(0, None)))(params, frozen)
-        ours = bench.NUMPY_GRADIENTS[workload](c, params, frozen)
+        ours = reference.NUMPY_GRADIENTS[workload](c, params, frozen)
         assert sorted(ours) == sorted(ref)
         for g in ref:
             assert np.max(np.abs(ref[g])) > 1e-6

@@ -79,10 +79,8 @@ def test_explicit_seeds_replace_the_configs(family, runs):
 def test_example_stays_finite_and_below_the_overflow_bound(family, runs):
     """The family's EXAMPLE has no diverged seed: its observables are finite and below the
     family's declared OVERFLOW (a legitimate range check of the bound)."""
-    from attndyn.core.trajectory import overflow_bound
-
     _, traj, _ = runs
-    bound = overflow_bound(family)
+    bound = get_family(family).OVERFLOW
     assert bound > 0 and not traj["diverged"].values.any()
     for name in traj.data_vars:
         assert np.all(np.abs(traj[name].values) <= bound), name

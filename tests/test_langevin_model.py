@@ -14,7 +14,7 @@ from scipy.linalg import null_space
 
 from attndyn.core.trainer import Carry, make_advance, seed_keys
 from attndyn.models import langevin as L
-from attndyn.models.langevin.potentials import flat_directions, n_params, potential
+from attndyn.models.langevin.model import flat_directions, n_params, potential
 
 ATTENTION = dict(model="attention", n=5, d=3, tokens=4, d_k=2, d_v=2, lam=0.3, dtype="float64")
 LORA = dict(model="lora", n=6, d=4, width=5, rank=2, lam=0.3, dtype="float64")
@@ -28,10 +28,10 @@ def _generic_point(values, seed=0):
     pot = potential(c)
     rng = np.random.default_rng(seed)
     if c.model == "attention":
-        shapes = L.potentials.attention_shapes(c)
+        shapes = L.model.attention_shapes(c)
         weights = {g: rng.standard_normal(shape) for g, (shape, _) in shapes.items()}
         y_shape = (c.n, c.tokens, c.d_out) if c.pooling == "none" else (c.n, c.d_out)
-        trained = L.potentials.attention_trained(c)
+        trained = L.model.attention_trained(c)
         frozen = {
             "X": rng.standard_normal((c.n, c.tokens, c.d)),
             "Y": rng.standard_normal(y_shape),

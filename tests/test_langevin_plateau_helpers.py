@@ -10,7 +10,7 @@ import pytest
 from attndyn.experiments.langevin.plateau import orbit_tolerance, spectrum
 from attndyn.models import langevin as L
 from attndyn.models.langevin import stationary as S
-from attndyn.models.langevin.potentials import (
+from attndyn.models.langevin.model import (
     flat_directions,
     lora_forward,
     orbit_dimension,

@@ -12,7 +12,7 @@ from jax.flatten_util import ravel_pytree
 
 from attndyn.models import langevin as L
 from attndyn.models.langevin import villani as V
-from attndyn.models.langevin.potentials import potential
+from attndyn.models.langevin.model import potential
 
 SMALL = {
     "attention": dict(model="attention", n=6, d=3, tokens=3, heads=2, d_k=2, output=True, d_v=2),

@@ -6,8 +6,8 @@ minimum is the Laplace value
     E_μF − min F = s·p_eff/4 + O(s²),     μ_s ∝ exp(−2F/s)
 
 (docs/langevin.md; the digest's T3, T4), p_eff = p − dim(symmetry orbit through the minimiser)
-(:func:`attndyn.models.langevin.potentials.orbit_dimension`; at a generic point
-:func:`~attndyn.models.langevin.potentials.effective_params`).
+(:func:`attndyn.models.langevin.model.orbit_dimension`; at a generic point
+:func:`~attndyn.models.langevin.model.effective_params`).
 
 Per model (``models``), one run of ``seeds`` chains at each s of ``s_grid`` (the same chain
 seeds at every s: common random numbers; attention runs use ``attention_h`` and
@@ -194,7 +194,7 @@ def orbit_tolerance(grad_sq: float, lam: float) -> float:
     every non-flat eigenvalue ≥ FLAT_EIG·λ, ‖θ − θ*‖ ≤ ‖∇F‖/(FLAT_EIG·λ); by Weyl's inequality
     the singular values of the weights' k-vectors move by no more, so a singular value below
     this bound is indistinguishable from zero (the span's rank, hence the orbit, is read with
-    it: :func:`attndyn.models.langevin.potentials.orbit_dimension`)."""
+    it: :func:`attndyn.models.langevin.model.orbit_dimension`)."""
     return math.sqrt(grad_sq) / (FLAT_EIG * lam)
 
 
@@ -211,7 +211,7 @@ def minimum(ctx: RunContext, config: Common, values: dict[str, Any]) -> xr.Datas
 
     def compute() -> xr.Dataset:
         from attndyn.models.langevin import LangevinConfig, frozen_part
-        from attndyn.models.langevin.potentials import orbit_dimension
+        from attndyn.models.langevin.model import orbit_dimension
         from attndyn.models.langevin.stationary import minimise_newton
 
         lc = LangevinConfig(**values, s=0.0)
@@ -244,7 +244,7 @@ def spectrum(values: dict[str, Any], eig: np.ndarray, h: float, orbit: int) -> d
     count expected (``orbit``; ``flat_generic`` at a generic point) and observed, the extreme
     non-flat eigenvalues and Euler–Maruyama's gap factor (stationary.em_gap_factor) at step h."""
     from attndyn.models.langevin import LangevinConfig
-    from attndyn.models.langevin.potentials import flat_directions, n_params
+    from attndyn.models.langevin.model import flat_directions, n_params
     from attndyn.models.langevin.stationary import em_gap_factor
 
     lc = LangevinConfig(**values, s=0.0)

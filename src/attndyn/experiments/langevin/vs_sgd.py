@@ -128,7 +128,7 @@ def minimiser(values: dict[str, Any], gd_steps: int, starts_n: int = 8) -> dict[
 
     from attndyn import runs
     from attndyn.models.langevin import frozen_part
-    from attndyn.models.langevin.potentials import potential
+    from attndyn.models.langevin.model import potential
 
     lc = runs.family_config("langevin", dict(values, dtype="float64", seeds=1, init_scale=1.0))
     with jax.enable_x64(True):
@@ -243,7 +243,7 @@ class LangevinVsSGD(Experiment):
         return ["sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"]
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        from attndyn.models.langevin.potentials import effective_params
+        from attndyn.models.langevin.model import effective_params
 
         out: dict[str, Any] = {"sims": {}}
         for method in METHODS:

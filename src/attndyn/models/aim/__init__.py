@@ -3,82 +3,26 @@
 In this package "P1" is arXiv 2609.03858 (Xu, Sagitova, Zdeborová, Krzakala) and "P1 Eq. n" its
 Eq. n; docs/references.md has the entries, docs/aim.md the readings chosen where P1 is silent.
 
-``build(config)`` returns the :class:`~attndyn.core.trainer.Problem` that the trainer runs;
-``simulate(config)`` runs it and returns a Trajectory on the family's macroscopic time axis
-(tied t = 4nα_d/d; direct S and untied τ = nα_d/d, untied also ``time_fast`` = nα_d).
+The family's contract (:mod:`attndyn.models.base`), re-exported from its role files:
+config.py (``NAME``, ``Config``, ``EXAMPLE``), model.py (tokens, forms, outputs, loss),
+observables.py (``observe``, ``SUMMARY``, ``LABELS``, ``OVERFLOW``), simulation.py
+(``build(config)``, the trainer's Problem; ``time_axes``, ``TIME_LABEL`` and ``simulate(config)``,
+a Trajectory on the family's macroscopic time axis: tied t = 4nα_d/d; direct S and untied
+τ = nα_d/d, untied also ``time_fast`` = nα_d), theory/ (``THEORY``) and bench.py
+(``BENCHMARKS``).
 """
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
-from attndyn.core.simulate import simulate_problem
-from attndyn.core.trainer import Problem
-from attndyn.core.updates import optimizer
-from attndyn.models.aim import model
-from attndyn.models.aim.config import AIMConfig
+from attndyn.models.aim.bench import BENCHMARKS
+from attndyn.models.aim.config import EXAMPLE, NAME, AIMConfig
+from attndyn.models.aim.config import AIMConfig as Config
 from attndyn.models.aim.model import register_activation
-from attndyn.models.aim.observables import observe
-from attndyn.models.base import Benchmark
+from attndyn.models.aim.observables import LABELS, OVERFLOW, SUMMARY
+from attndyn.models.aim.simulation import TIME_LABEL, build, simulate, student_side, time_axes
 
-NAME = "aim"
-Config = AIMConfig
-SUMMARY = ("loss", "t_1", "q_11", "q_12", "p_12", "pplus_12", "pminus_12", "m_1", "tA_1", "tB_1")
-"""Observables ``attndyn simulate aim`` prints at the final time (those the run has)."""
-
-_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-
-
-def _labels() -> dict[str, str]:
-    """Axis labels (P1's symbols, observables.py) for indices 1..4 (students, then teachers)."""
-    out = {"loss": "test loss", "time_fast": "fast time nα_d"}
-    for k in range(1, 5):
-        i = str(k).translate(_SUB)
-        out |= {f"t_{k}": f"t{i} = Tr S{i}/d", f"m_{k}": f"m{i} = Tr M{i}/√d",
-                f"tA_{k}": f"tᴬ{i} = Tr UUᵀ/d", f"tB_{k}": f"tᴮ{i} = Tr VVᵀ/d"}  # fmt: skip
-        for m in range(k, 5):
-            kl = f"{k}{m}".translate(_SUB)
-            out |= {
-                f"q_{k}{m}": f"q{kl} = Tr(S{i}S{str(m).translate(_SUB)})/d",
-                f"p_{k}{m}": f"structural overlap p{kl} = q{kl} − t{i}t{str(m).translate(_SUB)}",
-                f"pplus_{k}{m}": f"p⁺{kl} = (p^Ω + p^Ψ)/2",
-                f"pminus_{k}{m}": f"p⁻{kl} = (p^Ω − p^Ψ)/2",
-                f"Psi_{k}{m}": f"Ψ{kl}", f"Omega_{k}{m}": f"Ω{kl}",
-                f"q1_{k}{m}": f"q¹{kl}", f"q2_{k}{m}": f"q²{kl}", f"qsym_{k}{m}": f"q^sym{kl}",
-            }  # fmt: skip
-    return out
-
-
-LABELS = _labels()
-"""Axis labels of the observables (:func:`attndyn.plot`)."""
-TIME_LABEL = "time t (tied: 4nα_d/d; direct S, untied: nα_d/d)"
-"""Axis label of ``time`` (P1 §3.2, App. E; :func:`time_axes`)."""
 THEORY = "attndyn.models.aim.theory"
-BENCHMARKS = (
-    Benchmark(
-        "aim",
-        "attndyn.models.aim.bench:run_benchmark",
-        "online SGD samples/s and the fraction of matmul peak, vs a PyTorch eager loop",
-        (
-            "d",
-            "batch",
-            "samples_per_s",
-            "gflops",
-            "fraction_of_matmul_peak",
-            "fraction_of_matmul_peak_cpu_time",
-            "speedup_vs_torch_eager",
-            "speedup_vs_best_torch",
-        ),
-    ),
-    Benchmark(
-        "aim-theory",
-        "attndyn.models.aim.theory.bench:run_theory_benchmark",
-        "tied hierarchy and matrix flow to t = 10, against the simulator",
-        ("name", "d", "horizon", "seconds", "ratio_to_simulator", "target_met"),
-    ),
-)
+"""The theory module (:mod:`attndyn.models.aim.theory`)."""
 
 __all__ = [
     "NAME",
@@ -89,170 +33,11 @@ __all__ = [
     "OVERFLOW",
     "THEORY",
     "BENCHMARKS",
+    "EXAMPLE",
     "AIMConfig",
     "build",
     "simulate",
+    "student_side",
     "time_axes",
     "register_activation",
 ]
-
-
-def _layers(config: AIMConfig) -> int:
-    return 2 if config.output == "two-layer" else 1
-
-
-def _width(ratio: float, d: int) -> int:
-    return max(1, int(round(ratio * d)))
-
-
-def init_student(key: jax.Array, config: AIMConfig, dtype) -> dict:
-    """P1 initialisations: W, S (not symmetric, so t₁(0) ≈ 0) or U, V with i.i.d. N(0, s²/d)
-    entries; V has scale init_scale·v_scale so that t^A ≠ t^B (Assumption 4.4)."""
-    d, k = config.d, config.heads * _layers(config)
-    s = config.init_scale / np.sqrt(d)
-    ku, kv = jax.random.split(key)
-    if config.param == "tied":
-        return {"W": s * jax.random.normal(ku, (k, d, _width(config.rho, d)), dtype)}
-    if config.param == "direct":
-        return {"S": s * jax.random.normal(ku, (k, d, d), dtype)}
-    r = _width(config.rho, d)
-    u = s * jax.random.normal(ku, (k, d, r), dtype)
-    v = s * config.v_scale * jax.random.normal(kv, (k, d, r), dtype)
-    return {"U": u, "V": v if config.init_mean is None else _set_mean(u, v, config.init_mean)}
-
-
-def _set_mean(u: jax.Array, v: jax.Array, mean: float) -> jax.Array:
-    """V + c U with c per index such that m = Tr(U (V + cU)ᵀ)/√d equals ``mean`` exactly."""
-    root_d = jnp.sqrt(jnp.asarray(u.shape[1], u.dtype))
-    c = (mean * root_d - jnp.sum(u * v, axis=(1, 2))) / jnp.sum(u * u, axis=(1, 2))
-    return v + c[:, None, None] * u
-
-
-def init_teacher(key: jax.Array, config: AIMConfig, dtype) -> dict:
-    """Teacher indices: wishart F F*ᵀ (F entries N(0, scale/d), width teacher_rho·d), identity
-    scale·I (F = √scale·I), or product U*V*ᵀ (entries N(0, scale/d))."""
-    d, k = config.d, config.n_teacher_heads * _layers(config)
-    s = np.sqrt(config.teacher_scale / d)
-    r = _width(config.teacher_rho, d)
-    kind = config.teacher_kind
-    ku, kv = jax.random.split(key)
-    if kind == "wishart":
-        return {"F": s * jax.random.normal(ku, (k, d, r), dtype)}
-    if kind == "identity":
-        eye = jnp.sqrt(jnp.asarray(config.teacher_scale, dtype)) * jnp.eye(d, dtype=dtype)
-        return {"F": jnp.broadcast_to(eye, (k, d, d))}
-    u = s * jax.random.normal(ku, (k, d, r), dtype)
-    v = s * jax.random.normal(kv, (k, d, r), dtype)
-    return {"U": u, "V": v if config.teacher_mean is None else _set_mean(u, v, config.teacher_mean)}
-
-
-def student_side(params: dict, param: str) -> dict:
-    """Student parameters in the ``forms`` layout."""
-    if param == "tied":
-        return {"F": params["W"]}
-    return dict(params)
-
-
-def build(config: AIMConfig) -> Problem:
-    """The AIM teacher–student problem as pure functions for the trainer."""
-    dtype = jnp.dtype(config.dtype)
-    d, L, B = config.d, config.L, config.batch
-    root = model.covariance_root(config.C, L)
-    cov = jnp.asarray(np.eye(L) if config.C is None else np.asarray(config.C), dtype)
-    centred_student = config.param != "untied"
-    centred_teacher = config.teacher_kind != "product"
-    out_student = model.make_output(
-        config.output, config.activation, config.beta, config.heads, config.layer_c
-    )
-    out_teacher = model.make_output(
-        config.output, config.activation, config.beta, config.n_teacher_heads, config.layer_c
-    )
-
-    def outputs(params, teacher, x):
-        gs = model.forms(student_side(params, config.param), x, cov, centred_student)
-        gt = model.forms(teacher, x, cov, centred_teacher)
-        return out_student(gs), out_teacher(gt)
-
-    def init(key):
-        k_student, k_teacher, k_test = jax.random.split(key, 3)
-        params = init_student(k_student, config, dtype)
-        state = {
-            "teacher": init_teacher(k_teacher, config, dtype),
-            "x_test": model.sample_tokens(k_test, config.test_size, L, d, root, dtype),
-        }
-        return params, state
-
-    def sample(key):
-        kx, kn = jax.random.split(key)
-        x = model.sample_tokens(kx, B, L, d, root, dtype)
-        return {"x": x, "noise_key": kn}
-
-    def loss(params, state, batch):
-        y, y_star = outputs(params, state["teacher"], batch["x"])
-        if config.label_noise > 0:
-            y_star = y_star + config.label_noise * jax.random.normal(
-                batch["noise_key"], y_star.shape, dtype
-            )
-        return jnp.mean(model.squared_error(y, y_star, config.loss_scale))
-
-    def observe_fn(params, state):
-        student = jax.tree.map(lambda a: a, student_side(params, config.param))
-        obs = observe(student, state["teacher"], config.param, config.moment_degree)
-        if config.test_size > 0:
-            y, y_star = outputs(params, state["teacher"], state["x_test"])
-            obs["loss"] = jnp.mean(model.squared_error(y, y_star, config.loss_scale))
-        return obs
-
-    eta = config.alpha_d * B
-    return Problem(
-        init=init,
-        sample=sample,
-        loss=loss,
-        observe=observe_fn,
-        update=optimizer("sgd", eta, weight_decay=config.weight_decay / d),
-        batch=B,
-    )
-
-
-def time_axes(config: AIMConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
-    """The paper's time axes at record ``steps``: ``time`` = samples · τ_d (tied τ_d = 4α_d/d,
-    direct and untied α_d/d; P1 §3.2, App. E) and, untied, the fast time ``time_fast`` = nα_d."""
-    samples = np.asarray(steps, dtype=np.int64) * config.batch
-    axes = {"time": samples * config.time_per_sample}
-    if config.param == "untied":
-        axes["time_fast"] = samples * config.alpha_d
-    return axes
-
-
-def simulate(config: AIMConfig, seeds=None):
-    """Simulate online SGD of the AIM for every seed.
-
-    Args:
-        config: the validated AIMConfig.
-        seeds: explicit seeds; default ``config.seed … config.seed + config.seeds − 1``.
-
-    Returns:
-        Trajectory (xarray.Dataset), dims ``(seed, time)`` = (S, R): observables ``t_k``,
-        ``q_kl``, ``p_kl``, moments ``mu_<word>``, ``loss`` and the parameterisation's own
-        (direct S: ``Psi_kl``, ``Omega_kl``, ``pplus_kl``, ``pminus_kl``; untied: ``m_k``,
-        ``q1_kl``, ``q2_kl``, ``qsym_kl``, ``tA_k``, ``tB_k``), each (S, R) float64; ``time``
-        the macroscopic time (tied 4nα_d/d, direct S and untied nα_d/d), ``samples`` n,
-        ``step``, untied also ``time_fast`` = nα_d; ``diverged``/``diverged_step`` per seed.
-    """
-    return simulate_problem(
-        lambda: build(config),
-        config,
-        seeds,
-        family=NAME,
-        overflow=OVERFLOW,
-        times=lambda s: time_axes(config, s),
-    )
-
-
-EXAMPLE = dict(d=12, seeds=2, t_max=0.05, records=4, batch=4, test_size=16)
-"""A small config that runs in about a second (contract tests, docs)."""
-
-OVERFLOW = 1e10
-"""|value| marking a seed as diverged (:mod:`attndyn.models.base`): the order parameters and
-moments are traces Tr(S_k⋯)/d of O(1) size at the default scales (a degree-w moment grows like
-teacher_scale^w), and the test loss is O(q²); a seed beyond 1e10 has left the dynamics of P1."""

@@ -21,7 +21,8 @@ steady state (best of ``repeats``, each ending in ``block_until_ready``). Report
 - ``fraction_of_matmul_peak``: ``gflops`` over the machine's float32 GEMM throughput, measured as
   the best of a 2048×2048 matmul in numpy and in jitted ``jnp.dot`` (``matmul_peak_gflops``,
   ``peak_source``).
-- ``speedup_vs_torch_eager``: ``samples_per_s`` over that of a plain PyTorch eager loop doing the
+- ``speedup_vs_torch_eager``: ``samples_per_s`` over that of a plain PyTorch eager loop
+  (:mod:`attndyn_bench.aim`, imported only for the reference) doing the
   same per-sample update the way a researcher writes it (one seed at a time, ``torch.randn``
   tokens, autograd ``backward``, in-place SGD under ``no_grad``); its time for one seed is
   multiplied by the number of seeds, with torch's default intra-op thread count
@@ -41,7 +42,6 @@ CPU time, so it errs low).
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from importlib import metadata
@@ -57,9 +57,35 @@ from attndyn.core.timing import (
     matmul_peak,
     progress,
     torch_reference_status,
-    torch_threads,
 )
-from attndyn.models.aim import AIMConfig, build
+from attndyn.models.aim.config import AIMConfig
+from attndyn.models.aim.simulation import build
+from attndyn.models.base import Benchmark
+
+BENCHMARKS = (
+    Benchmark(
+        "aim",
+        "attndyn.models.aim.bench:run_benchmark",
+        "online SGD samples/s and the fraction of matmul peak, vs a PyTorch eager loop",
+        (
+            "d",
+            "batch",
+            "samples_per_s",
+            "gflops",
+            "fraction_of_matmul_peak",
+            "fraction_of_matmul_peak_cpu_time",
+            "speedup_vs_torch_eager",
+            "speedup_vs_best_torch",
+        ),
+    ),
+    Benchmark(
+        "aim-theory",
+        "attndyn.models.aim.theory.bench:run_theory_benchmark",
+        "tied hierarchy and matrix flow to t = 10, against the simulator",
+        ("name", "d", "horizon", "seconds", "ratio_to_simulator", "target_met"),
+    ),
+)
+"""The family's benchmarks (``attndyn bench --name aim``, ``aim-theory``)."""
 
 L = 2
 SEEDS = 8
@@ -100,69 +126,6 @@ def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
         "samples_per_cpu_s": steps * config.batch * config.seeds / cpu_seconds,
         "dtype": dtype,
         "diverged_seeds": int(np.sum(np.asarray(run.carry.diverged_step) >= 0)),
-    }
-
-
-def torch_loss(W, F, x, config: AIMConfig):
-    """The batch loss in PyTorch: centred forms G = (Y Yᵀ − Tr(W Wᵀ) I)/√d for the student
-    (Y = X W) and the teacher (Y* = X F*), row-wise softmax outputs, ½‖y − y*‖² averaged over the
-    batch. Same model as :func:`attndyn.models.aim.build` for :func:`bench_config`."""
-    import torch
-
-    d = config.d
-    eye = torch.eye(config.L)
-    y = x @ W
-    g = (y @ y.transpose(1, 2) - (W**2).sum() * eye) / math.sqrt(d)
-    y_star = x @ F
-    g_star = (y_star @ y_star.transpose(1, 2) - (F**2).sum() * eye) / math.sqrt(d)
-    out = torch.softmax(config.beta * g, dim=-1)
-    out_star = torch.softmax(config.beta * g_star, dim=-1)
-    return 0.5 * ((out - out_star) ** 2).sum(dim=(1, 2)).mean()
-
-
-def torch_step_fn(config: AIMConfig, seed: int = 0):
-    """The reference update as a researcher writes it in PyTorch eager mode, for one seed:
-    fresh ``torch.randn`` tokens, :func:`torch_loss`, ``backward()``, then
-    ``W -= lr * W.grad; W.grad.zero_()`` under ``no_grad`` (step η = batch·α_d).
-    Returns a function taking one SGD step."""
-    import torch
-
-    d, B = config.d, config.batch
-    r, r_star = widths(config)
-    lr = config.alpha_d * B
-    torch.manual_seed(seed)
-    W = (config.init_scale / math.sqrt(d)) * torch.randn(d, r)
-    W.requires_grad_()
-    F = math.sqrt(config.teacher_scale / d) * torch.randn(d, r_star)
-
-    def step() -> None:
-        x = torch.randn(B, config.L, d)
-        loss = torch_loss(W, F, x, config)
-        loss.backward()
-        with torch.no_grad():
-            W.sub_(lr * W.grad)
-            W.grad.zero_()
-
-    return step
-
-
-def time_torch(config: AIMConfig, min_seconds: float, repeats: int, threads: int | None) -> dict:
-    """samples/s of the PyTorch eager loop for ``config.seeds`` seeds run one after another
-    (time of one seed × seeds; every seed costs the same), with torch's default intra-op threads
-    (``threads=None``) or ``torch.set_num_threads(threads)`` for the duration."""
-
-    with torch_threads(threads):
-        step = torch_step_fn(config)
-
-        def run(n: int) -> None:
-            for _ in range(n):
-                step()
-
-        run(3)  # warm-up
-        steps, seconds, _ = calibrated_best(run, min_seconds, repeats)
-    return {
-        "samples_per_s": steps * config.batch * config.seeds / (seconds * config.seeds),
-        "steps": steps,
     }
 
 
@@ -245,6 +208,8 @@ def run_benchmark(
     # The PyTorch reference is imported and timed only after every attndyn row: its thread pool
     # keeps spinning for a while after each timing, and the d = 512, batch 64 row timed after it
     # read 0.45 of the peak against 0.54 without torch (BENCHMARKS.md, "Issue 16: the AIM step").
+    if use_torch:
+        from attndyn_bench.aim import time_torch
     for row in rows if use_torch else []:
         d, batch = row["d"], row["batch"]
         config = bench_config(d, batch, seeds)

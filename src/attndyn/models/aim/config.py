@@ -153,3 +153,10 @@ class AIMConfig(SimulationConfig):
         with np.errstate(divide="ignore", over="ignore"):
             steps = np.ceil(self.t_max / (self.time_per_sample * self.batch))
         return max(1, int(steps))
+
+
+NAME = "aim"
+"""The registered family name."""
+
+EXAMPLE = dict(d=12, seeds=2, t_max=0.05, records=4, batch=4, test_size=16)
+"""A small config that runs in about a second (contract tests, docs)."""

@@ -103,3 +103,38 @@ def moments(mats: list[dict], max_degree: int) -> dict:
     words = [w for n in range(3, max_degree + 1) for w in canonical_words(names, transpose, n)]
     values = word_traces({z: alphabet[z][0] for z in names}, words)
     return {"mu_" + ".".join(w): v for w, v in zip(words, values, strict=True)}
+
+
+SUMMARY = ("loss", "t_1", "q_11", "q_12", "p_12", "pplus_12", "pminus_12", "m_1", "tA_1", "tB_1")
+"""Observables ``attndyn simulate aim`` prints at the final time (those the run has)."""
+
+OVERFLOW = 1e10
+"""|value| marking a seed as diverged (:mod:`attndyn.models.base`): the order parameters and
+moments are traces Tr(S_k⋯)/d of O(1) size at the default scales (a degree-w moment grows like
+teacher_scale^w), and the test loss is O(q²); a seed beyond 1e10 has left the dynamics of P1."""
+
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _labels() -> dict[str, str]:
+    """Axis labels (P1's symbols, observables.py) for indices 1..4 (students, then teachers)."""
+    out = {"loss": "test loss", "time_fast": "fast time nα_d"}
+    for k in range(1, 5):
+        i = str(k).translate(_SUB)
+        out |= {f"t_{k}": f"t{i} = Tr S{i}/d", f"m_{k}": f"m{i} = Tr M{i}/√d",
+                f"tA_{k}": f"tᴬ{i} = Tr UUᵀ/d", f"tB_{k}": f"tᴮ{i} = Tr VVᵀ/d"}  # fmt: skip
+        for m in range(k, 5):
+            kl = f"{k}{m}".translate(_SUB)
+            out |= {
+                f"q_{k}{m}": f"q{kl} = Tr(S{i}S{str(m).translate(_SUB)})/d",
+                f"p_{k}{m}": f"structural overlap p{kl} = q{kl} − t{i}t{str(m).translate(_SUB)}",
+                f"pplus_{k}{m}": f"p⁺{kl} = (p^Ω + p^Ψ)/2",
+                f"pminus_{k}{m}": f"p⁻{kl} = (p^Ω − p^Ψ)/2",
+                f"Psi_{k}{m}": f"Ψ{kl}", f"Omega_{k}{m}": f"Ω{kl}",
+                f"q1_{k}{m}": f"q¹{kl}", f"q2_{k}{m}": f"q²{kl}", f"qsym_{k}{m}": f"q^sym{kl}",
+            }  # fmt: skip
+    return out
+
+
+LABELS = _labels()
+"""Axis labels of the observables (:func:`attndyn.plot`)."""

@@ -7,7 +7,8 @@ PyTorch loop, timed in the same run.
   ``repeats``). ``seed_steps_per_s`` = steps × seeds / seconds: SGD steps per second, summed
   over the seeds, i.e. the rate at which seed-steps of a study are produced;
   ``steps_per_s_each_seed`` = that rate over the number of seeds (each seed's own rate).
-- PyTorch reference (``torch_reference=True`` and torch installed): one seed at a time, the way
+- PyTorch reference (``torch_reference=True`` and torch installed; :mod:`attndyn_bench.circuits`,
+  imported only then): one seed at a time, the way
   the notebooks (arXiv 2608.06776 code, ``Fig-2_CACO_FAFO Experiments.ipynb``; docs/circuits.md) write it: every sequence
   drawn with its own ``choice`` calls (NumPy's Generator; the notebooks' ``np.random.choice``), ``F.one_hot(...).float()`` inputs, four bias-free
   ``nn.Linear(50, 50)`` layers (query only on the last token, scores / √50, softmax, context,
@@ -26,7 +27,6 @@ shared machine both timings suffer, the ratio less so.
 
 from __future__ import annotations
 
-import math
 import os
 
 import jax
@@ -37,9 +37,42 @@ from attndyn.core.timing import (
     calibrated_best,
     progress,
     torch_reference_status,
-    torch_threads,
 )
-from attndyn.models.circuits import CircuitsConfig, build
+from attndyn.models.base import Benchmark
+from attndyn.models.circuits.config import CircuitsConfig
+from attndyn.models.circuits.simulation import build
+
+BENCHMARKS = (
+    Benchmark(
+        "circuits",
+        "attndyn.models.circuits.bench:run_circuits_benchmark",
+        "vmapped SGD seed-steps/s against the notebooks' PyTorch loop",
+        (
+            "seeds",
+            "seed_steps_per_s",
+            "steps_per_s_each_seed",
+            "torch_seed_steps_per_s",
+            "torch_steps_per_s_1thread",
+            "speedup_vs_torch_reference",
+            "speedup_vs_best_torch",
+            "paper_preset_minutes",
+        ),
+    ),
+    Benchmark(
+        "circuits-fixed-attention",
+        "attndyn.models.circuits.theory.bench:run_fixed_attention_benchmark",
+        "Fig. 3 fixed-attention step (5 α stacked) against the notebooks' PyTorch loop",
+        (
+            "ov",
+            "alphas",
+            "ms_per_step",
+            "ms_per_model_step",
+            "torch_ms_per_model_step",
+            "speedup_per_model_step",
+        ),
+    ),
+)
+"""The family's benchmarks (``attndyn bench --name circuits``, ``circuits-fixed-attention``)."""
 
 SEEDS = 8
 TARGET = 10.0
@@ -61,99 +94,6 @@ def time_attndyn(config: CircuitsConfig, min_seconds: float, repeats: int) -> di
         "seconds_timed": seconds,
         "cpus_used": cpu / seconds,
         "diverged_seeds": int(np.sum(np.asarray(run.carry.diverged_step) >= 0)),
-    }
-
-
-def torch_reference_loop(config: CircuitsConfig, seed: int = 1234):
-    """One SGD step of FAFO written as in the authors' notebooks (see the module docstring).
-    Returns ``step()``; the model is the same as :func:`attndyn.models.circuits.build` for
-    :func:`bench_config` except for the random streams."""
-    import torch
-    from torch import nn
-    from torch.nn import functional as F
-
-    from attndyn.models.circuits.data import class_distribution
-
-    V, T = config.vocab, config.seq_len
-    probs = class_distribution(config)
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)  # the notebooks use the legacy global np.random
-
-    def sample_sequence(c: int) -> np.ndarray:
-        context = rng.choice(np.arange(V), p=probs[c], size=T - 2)
-        return np.append(context, [config.query_start + c, config.label_start + c])
-
-    def generate_data(batch: int) -> torch.Tensor:
-        rows = []
-        for _ in range(batch):
-            c = rng.choice(np.arange(config.n_classes), p=[1 / config.n_classes] * config.n_classes)
-            rows.append(torch.tensor(sample_sequence(int(c))))
-        return torch.vstack(rows)
-
-    class Net(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.key_layer = nn.Linear(V, V, bias=False)
-            self.query_layer = nn.Linear(V, V, bias=False)
-            self.value_layer = nn.Linear(V, V, bias=False)
-            self.prediction_layer = nn.Linear(V, V, bias=False)
-            self.value_layer.weight = nn.Parameter(torch.eye(V) * config.eye_scale)
-            self.prediction_layer.weight = nn.Parameter(torch.eye(V) * config.eye_scale)
-
-        def forward(self, x):
-            key = self.key_layer(x)
-            query = torch.unsqueeze(self.query_layer(x[:, -1]), dim=1)
-            scores = (query @ key.transpose(-2, -1)) * (1 / math.sqrt(key.size(-1)))
-            attn = nn.Softmax(dim=-1)(scores)
-            context = torch.matmul(attn, self.value_layer(x))
-            return self.prediction_layer(context)[:, 0, :], attn[:, 0, :]
-
-    model = Net()
-    criterion = nn.CrossEntropyLoss()
-    optimizer = torch.optim.SGD(
-        [
-            {"params": [model.query_layer.weight, model.key_layer.weight], "lr": config.lr_qk},
-            {"params": [model.value_layer.weight, model.prediction_layer.weight], "lr": config.lr},
-        ]
-    )
-
-    def step() -> float:
-        data = generate_data(config.batch)
-        inputs, labels = data[:, :-1], data[:, -1]
-        inputs = F.one_hot(inputs, num_classes=V).float()
-        optimizer.zero_grad()
-        outputs, _ = model(inputs)
-        loss = criterion(outputs, labels)
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
-    return step
-
-
-def time_torch(
-    config: CircuitsConfig, min_seconds: float, repeats: int, threads: int | None = None
-) -> dict:
-    """Steps/s of :func:`torch_reference_loop` with torch's default intra-op threads
-    (``threads=None``) or ``torch.set_num_threads(threads)`` for the duration."""
-    import torch
-
-    with torch_threads(threads):
-        step = torch_reference_loop(config)
-
-        def run(n: int) -> None:
-            for _ in range(n):
-                step()
-
-        run(3)  # warm-up
-        n, seconds, cpu = calibrated_best(run, min_seconds, repeats, start=4)
-        used_threads = torch.get_num_threads()
-    return {
-        "seed_steps_per_s": n / seconds,
-        "steps_timed": n,
-        "cpus_used": cpu / seconds,
-        "threads": used_threads,
-        "version": torch.__version__,
     }
 
 
@@ -208,6 +148,8 @@ def run_circuits_benchmark(
     say(f"  {rate:.4g} seed-steps/s ({rate / seeds:.4g} steps/s for each of {seeds} seeds)")
     if use_torch:
         say("  PyTorch reference (notebook style, one seed) ...")
+        from attndyn_bench.circuits import time_torch
+
         ref = time_torch(config, min_seconds, repeats)
         one = time_torch(config, min_seconds, repeats, threads=1)
         speedup = rate / ref["seed_steps_per_s"]

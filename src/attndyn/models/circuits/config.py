@@ -150,3 +150,10 @@ class CircuitsConfig(SimulationConfig):
         """Resolved init ('eye' or 'default') of ``matrix`` in q, k, kq, v, p."""
         value = getattr(self, f"init_{matrix}")
         return PAPER_INIT[self.param][matrix] if value == "auto" else value
+
+
+NAME = "circuits"
+"""The registered family name."""
+
+EXAMPLE = dict(param="CACO", t_max=20, seeds=2, records=3, test_size=32)
+"""A small config that runs in about a second (contract tests, docs)."""

@@ -78,3 +78,9 @@ def sample_batch(key: jax.Array, cfg, batch: int) -> tuple[jax.Array, jax.Array]
 def relevant_mask(tokens, cfg):
     """Task-relevant (distinct) positions: token id ≥ n_common (the code's ``inputs > 9``)."""
     return tokens >= cfg.n_common
+
+
+def test_set(cfg):
+    """The fixed test set: ``test_size`` sequences from PRNGKey(test_seed), identical for every
+    seed and disjoint from the training streams' keys."""
+    return sample_batch(jax.random.PRNGKey(cfg.test_seed), cfg, cfg.test_size)

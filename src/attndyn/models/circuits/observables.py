@@ -127,3 +127,31 @@ def histogram(traj, time=-1):
         for j in range(BINS):
             h[i, j] = float(traj[f"hist_a{i}_p{j}"].isel(time=time).mean("seed"))
     return h
+
+
+SUMMARY = ("loss", "accuracy", "attn_distinct", "frac_sharp", "separability", "qk_fro", "ov_fro")
+"""Observables ``attndyn simulate circuits`` prints at the final time."""
+LABELS = {
+    "loss": "test cross-entropy",
+    "accuracy": "test accuracy",
+    "prob_correct": "probability of the correct token",
+    "attn_distinct": "attention mass on distinct tokens",
+    "attn_entropy": "attention entropy (nats)",
+    "attn_query": "attention of the query on itself",
+    "frac_sharp": "fraction of sharp sequences (mass ≥ threshold)",
+    "separability": "separability max a_distinct − min a_other",
+    "qk_fro": "‖W_QK‖_F",
+    "ov_fro": "‖W_OV‖_F",
+    "qk_erank": "effective rank of W_QK",
+    "ov_erank": "effective rank of W_OV",
+    "qk_gap": "score gap μ_QK",
+    "ov_gap": "OV logit margin μ_OV",
+    "qk_balance": "‖AᵀA − BBᵀ‖_F (QK)",
+    "ov_balance": "‖AᵀA − BBᵀ‖_F (OV)",
+}
+"""Axis labels of the observables (:func:`attndyn.plot`)."""
+
+OVERFLOW = 1e10
+"""|value| marking a seed as diverged (:mod:`attndyn.models.base`): losses are cross-entropies
+(O(log vocabulary) at init), accuracies and attention masses lie in [0, 1], histograms in
+[0, 100] %, and the weight norms ``qk_fro``, ``ov_fro`` stay O(10²) in every documented run."""

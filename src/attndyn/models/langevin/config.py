@@ -174,3 +174,13 @@ class LangevinConfig(SimulationConfig):
     @property
     def total_steps(self) -> int:
         return max(1, int(math.ceil(self.t_max / self.step - 1e-9)))
+
+
+NAME = "langevin"
+"""The registered family name."""
+
+EXAMPLE = dict(n=16, d=4, tokens=4, heads=1, d_k=2, t_max=0.5, records=4, seeds=2)
+"""A small config that runs in about a second (contract tests, docs)."""
+
+THEORY_EXAMPLE = dict(model="double-well", lam=0.0, s=0.5, x0=1.0, init_scale=0.2, t_max=1.0)
+"""Values over EXAMPLE for the contract test of the theory, which covers the test potentials only."""

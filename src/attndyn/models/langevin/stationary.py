@@ -100,8 +100,7 @@ def minimise(
     Returns (F, ‖∇F‖², params) at the end of each start: arrays over seeds and the parameter
     tree with a leading seed axis. Several starts show whether GD finds one minimum or several
     (other basins, or saddles not yet left)."""
-    from attndyn.models.langevin import frozen_part
-    from attndyn.models.langevin.potentials import potential
+    from attndyn.models.langevin.model import frozen_part, potential
 
     with jax.enable_x64(config.dtype == "float64"):
         pot = potential(config)
@@ -125,10 +124,9 @@ def minimise(
 def hessian_eigenvalues(config: LangevinConfig, params: dict) -> np.ndarray:
     """Eigenvalues (ascending) of ∇²F at one parameter tree ``params`` (no seed axis), all p of
     them: at a minimiser, p − p_eff of them vanish along the symmetry orbit
-    (:func:`attndyn.models.langevin.potentials.flat_directions`) and the others are positive
+    (:func:`attndyn.models.langevin.model.flat_directions`) and the others are positive
     when the minimiser is nondegenerate."""
-    from attndyn.models.langevin import frozen_part
-    from attndyn.models.langevin.potentials import potential
+    from attndyn.models.langevin.model import frozen_part, potential
 
     with jax.enable_x64(config.dtype == "float64"):
         pot = potential(config)
@@ -150,10 +148,9 @@ def minimise_newton(
 
     Returns (F, ‖∇F‖² per start, Hessian eigenvalues (ascending) at the best start, the best
     start's parameter tree): the orbit through it
-    (:func:`attndyn.models.langevin.potentials.orbit_dimension`) is the count of flat
+    (:func:`attndyn.models.langevin.model.orbit_dimension`) is the count of flat
     eigenvalues expected there."""
-    from attndyn.models.langevin import frozen_part
-    from attndyn.models.langevin.potentials import potential
+    from attndyn.models.langevin.model import frozen_part, potential
 
     with jax.enable_x64(config.dtype == "float64"):
         pot = potential(config)

@@ -27,7 +27,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from attndyn.models.langevin.config import LangevinConfig
-from attndyn.models.langevin.potentials import Potential, attention_shapes, potential
+from attndyn.models.langevin.model import Potential, attention_shapes, potential
 
 FlatF = Callable[[jax.Array], jax.Array]
 
@@ -127,10 +127,10 @@ def random_rays(key: jax.Array, n_rays: int, p: int, dtype=jnp.float32) -> jax.A
 
 def init_radius(config: LangevinConfig) -> float:
     """√E‖θ₀‖² of the Gaussian initialisation, the natural unit of the radii: Σ_g of
-    init_scale²·size_g/fan_in_g (potentials.py: weights N(0, init_scale²/fan_in))."""
+    init_scale²·size_g/fan_in_g (model.py: weights N(0, init_scale²/fan_in))."""
     c = config
     if c.model == "attention":
-        from attndyn.models.langevin.potentials import attention_trained
+        from attndyn.models.langevin.model import attention_trained
 
         shapes = attention_shapes(c)
         total = 0.0
@@ -157,7 +157,7 @@ def probe_config(
     """The Villani probe of the config's F (its data from ``data_seed``) along ``n_rays``
     uniform rays from the origin at the radii ``radii`` (absolute ‖θ‖), temperature ``s``
     (default the config's)."""
-    from attndyn.models.langevin import frozen_part
+    from attndyn.models.langevin.model import frozen_part
 
     with jax.enable_x64(config.dtype == "float64"):
         pot = potential(config)

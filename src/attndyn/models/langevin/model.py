@@ -318,3 +318,12 @@ def orbit_dimension(c: LangevinConfig, params: Params, fixed: Params, tol: float
 def effective_params(c: LangevinConfig) -> int:
     """p_eff = p − dim(orbit): the Laplace gap is E_μF − min F ≈ s·p_eff/4 [I]."""
     return n_params(c) - flat_directions(c)
+
+
+DATA_STREAM = 0x64617461  # "data": folded into PRNGKey(data_seed) for the frozen part
+
+
+def frozen_part(config: LangevinConfig, pot: Potential | None = None) -> dict:
+    """Data, labels and frozen weights from ``data_seed`` (the same for every chain)."""
+    pot = potential(config) if pot is None else pot
+    return pot.frozen(jax.random.fold_in(jax.random.PRNGKey(config.data_seed), DATA_STREAM))
