@@ -38,6 +38,7 @@ def _run(name, sets, tmp_path):
     return outcome
 
 
+@pytest.mark.e2e
 def test_parameterization_reduced(tmp_path):
     outcome = _run(
         "circuits-parameterization",
@@ -60,6 +61,7 @@ def test_parameterization_reduced(tmp_path):
     assert outcome["figure"].endswith(".png")
 
 
+@pytest.mark.e2e
 def test_lr_ratio_reduced(tmp_path):
     outcome = _run(
         "circuits-lr-ratio",

@@ -16,6 +16,7 @@ from attndyn.claims.runner import experiment_config
 from attndyn.errors import InputError
 
 
+@pytest.mark.e2e
 def test_circuits_ode_json_crossings(tmp_path):
     out = tmp_path / "r"
     proc = subprocess.run(

@@ -193,6 +193,7 @@ class _Recorder(RunContext):
         self._record(runs.theory_config(family, values))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_seed_offset_reaches_the_runs(name):
     exp = get_experiment(name)
@@ -211,6 +212,7 @@ def test_seed_offset_reaches_the_runs(name):
     assert seen[1]["seed"] == seen[0]["seed"] + 100
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", EXPERIMENTS)
 def test_tiny_preset_passes_strict(name, store, monkeypatch):
     """Strict at tiny, the pinned claims, and a figure that labels every axis showing data
@@ -228,6 +230,7 @@ def test_tiny_preset_passes_strict(name, store, monkeypatch):
 CONTROLS = [(n, c) for n in EXPERIMENTS for c in sorted(get_experiment(n).controls)]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name, control", CONTROLS)
 def test_negative_control_fails_its_claims(name, control, store):
     outcome = run_experiment(name, "tiny", out=store, control=control)

@@ -29,6 +29,7 @@ SOLVABLE = {"d": [16, 32], "seeds": 2}  # aim-solvable's tiny preset made smalle
 SOLVABLE_ARGS = ["--set", "d=[16, 32]", "--seeds", "2"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("name", "overrides"),
     [("aim-solvable", SOLVABLE), ("circuits-ode", {}), ("circuits-fixed-attention", {})],

@@ -49,6 +49,7 @@ def test_run_bad_input_exit_2(tmp_path, args, field):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.e2e
 def test_run_json_contract_strict_exit_code_control_and_claims_view(tmp_path):
     out = str(tmp_path / "r")
     tiny = ("run", "aim-parameterization", "--preset", "tiny", "--out", out)

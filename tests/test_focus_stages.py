@@ -169,6 +169,7 @@ def test_geometric_pi_is_appendix_e1():
     np.testing.assert_allclose(law.pi, p / p.sum())
 
 
+@pytest.mark.e2e
 def test_the_figure_is_written(tmp_path):
     outcome = run_experiment(
         "focus-stages", "tiny", {"t_max": 150.0, "seeds": 2, "records": 50}, out=tmp_path
