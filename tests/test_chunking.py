@@ -35,7 +35,13 @@ class Recorder:
     def run_started(self, label):
         pass
 
-    def run_finished(self, reused):
+    def run_finished(self, reused, failed=False):
+        pass
+
+    def runs_planned(self, total, skipped):
+        pass
+
+    def note(self, message):
         pass
 
 

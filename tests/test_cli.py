@@ -58,6 +58,16 @@ def test_bench_unknown_family_exit_2():
     assert len(lines) == 1 and "'name'" in lines[0] and "circuits" in lines[0]
 
 
+def test_bench_json_without_name_lists_the_benchmarks():
+    from attndyn.models import benchmarks
+
+    proc = attndyn("bench", "--json")
+    assert proc.returncode == 0, proc.stderr
+    listed = json.loads(proc.stdout)
+    assert [row["name"] for row in listed] == sorted(benchmarks())
+    assert all(row["family"] and row["description"] for row in listed)
+
+
 def test_simulate_stores_then_reuses_and_query_reads_it(tmp_path):
     out = str(tmp_path / "results")
     args = [

@@ -16,6 +16,7 @@ from rich.console import Console
 
 import attndyn
 from attndyn.cli import app as cli_mod
+from attndyn.cli.ui import terminal
 from attndyn.cli.ui.examples import EXAMPLES
 from attndyn.version import __version__
 
@@ -70,7 +71,7 @@ def _validate(name: str, params: dict, tmp: Path) -> None:
     """What a command that computes would check before computing (it must not raise)."""
     from attndyn import runs
     from attndyn.claims.runner import experiment_config
-    from attndyn.cli.app import _values
+    from attndyn.cli.options import config_values as _values
     from attndyn.models import benchmarks
     from attndyn.sweep.run import plan_sweep
 
@@ -187,7 +188,7 @@ def test_summary_counts_and_damaged_files(folder, monkeypatch, capsys):
 @pytest.mark.parametrize("width", [80, 160])
 def test_tables_fit_the_terminal(width, folder, monkeypatch, capsys):
     root, ids = folder
-    monkeypatch.setattr(cli_mod, "console", Console(width=width))
+    monkeypatch.setattr(terminal, "console", Console(width=width))
     for args in (["runs"], ["query", "SELECT * FROM runs"], ["summary"], ["show", ids[1]]):
         code, out, err = cli(monkeypatch, capsys, *args, "--out", root)
         assert code == 0, err
@@ -245,7 +246,7 @@ def test_every_experiment_claim_has_its_meaning():
     """The claims pages name every declared claim (exactly or by a pattern such as
     ``sgd-tracks-exact-d<d>``), so describe has a meaning for each."""
     from attndyn.claims import experiment_names
-    from attndyn.cli.describe import describe_experiment
+    from attndyn.cli.ui.describe import describe_experiment
 
     missing = {
         name: [c["name"] for c in describe_experiment(name)["claims"] if len(c) == 2]

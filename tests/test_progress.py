@@ -11,7 +11,14 @@ import pytest
 from rich.console import Console
 
 from attndyn.cli import main
-from attndyn.core.progress import listening, report_steps, run_finished, run_started
+from attndyn.core.progress import (
+    listening,
+    note,
+    report_steps,
+    run_finished,
+    run_started,
+    runs_planned,
+)
 from attndyn.core.progress_bars import Bars, counted, on_terminal
 
 TINY = ["--set", "d=8", "--set", "t_max=0.05", "--set", "records=4", "--set", "batch=4"]
@@ -44,6 +51,35 @@ def test_bar_renders_steps_eta_and_the_run_count():
     assert "2 done (1 stored, reused)" in text
 
 
+def test_sweep_counts_failed_and_skipped_runs_on_the_same_bars():
+    console, buffer = _terminal()
+    bars = Bars("runs", console=console, transient=False)
+    with bars, listening(bars):
+        runs_planned(3, skipped=2)
+        run_finished(False)
+        run_finished(False, failed=True)
+        note("stage: warm-up")
+        bars.progress.refresh()
+    text = buffer.getvalue()
+    assert "1 done, 1 failed, 2 skipped (stored)" in text
+    assert "stage: warm-up" in text
+    assert bars.total == 3 and bars.done + bars.failed == 2
+
+
+def test_notes_go_to_the_listener_or_to_stderr(capsys):
+    from attndyn.core.timing import progress
+
+    seen = Recorder()
+    with listening(seen):
+        progress(True)("compiling")
+        progress(False)("dropped")
+    assert seen.events == [("note", "compiling")]
+    capsys.readouterr()
+    progress(True)("to stderr")
+    out, err = capsys.readouterr()
+    assert out == "" and err == "to stderr\n"
+
+
 def test_counted_shows_each_item_and_the_total():
     console, buffer = _terminal()
     seen = []
@@ -51,7 +87,7 @@ def test_counted_shows_each_item_and_the_total():
 
     real = module.Bars
     try:
-        module.Bars = lambda count, total: real(count, total, console=console, transient=False)
+        module.Bars = lambda count, total, **_: real(count, total, console=console, transient=False)
         for item in counted(["a", "b"], "benchmarks", True):
             seen.append(item)
     finally:
@@ -108,8 +144,14 @@ class Recorder:
     def run_started(self, label):
         self.events.append(("started", label))
 
-    def run_finished(self, reused):
-        self.events.append(("finished", reused))
+    def run_finished(self, reused, failed=False):
+        self.events.append(("finished", reused) + (("failed",) if failed else ()))
+
+    def runs_planned(self, total, skipped):
+        self.events.append(("planned", total, skipped))
+
+    def note(self, message):
+        self.events.append(("note", message))
 
 
 def test_theory_ode_reports_the_time_reached(monkeypatch):

@@ -1,10 +1,13 @@
 """The progress hook that long loops report to, and the chunk length that keeps them responsive.
 
-A display (:mod:`attndyn.core.progress_bars`) installs a listener with :func:`listening`; the trainer and
-the flow integrator call :func:`report_steps` between chunks, and :mod:`attndyn.runs` calls
-:func:`run_started` and :func:`run_finished` around each run it computes or reads back. With no
-listener every call does nothing, so a family's ``simulate(config, seeds)`` keeps its signature:
-a plug-in family with its own loop may call :func:`report_steps` (docs/plugins.md).
+This is the one progress mechanism of attndyn: work reports here, and the one renderer
+(:mod:`attndyn.core.progress_bars`) installs itself as the listener with :func:`listening`. The
+trainer and the flow integrator call :func:`report_steps` between chunks; :mod:`attndyn.runs`
+calls :func:`run_started` and :func:`run_finished` around each run it computes or reads back; a
+sweep calls :func:`runs_planned` once and :func:`run_finished` (``failed`` or not) as its workers
+return; a benchmark's stages are :func:`note` lines. With no listener a note goes to stderr and
+every other call does nothing, so a family's ``simulate(config, seeds)`` keeps its signature: a
+plug-in family with its own loop may call :func:`report_steps` (docs/plugins.md).
 
 :class:`Chunker` splits a loop into jitted calls of bounded wall time (``TARGET_S``), so that
 Python regains control often enough to report progress and to raise ``KeyboardInterrupt``
@@ -13,8 +16,9 @@ Python regains control often enough to report progress and to raise ``KeyboardIn
 
 from __future__ import annotations
 
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Protocol
@@ -28,13 +32,18 @@ time says little about the steps)."""
 
 
 class Listener(Protocol):
-    """What a display receives: the current run's steps, and runs starting and ending."""
+    """What a display receives: the current run's steps, runs planned, starting and ending, and
+    lines of news."""
 
     def steps(self, done: float, total: float, unit: str) -> None: ...
 
+    def runs_planned(self, total: int, skipped: int) -> None: ...
+
     def run_started(self, label: str) -> None: ...
 
-    def run_finished(self, reused: bool) -> None: ...
+    def run_finished(self, reused: bool, failed: bool = False) -> None: ...
+
+    def note(self, message: str) -> None: ...
 
 
 _listener: ContextVar[Listener | None] = ContextVar("attndyn_progress", default=None)
@@ -63,16 +72,45 @@ def report_steps(done: float, total: float, unit: str = "steps") -> None:
         listener.steps(done, total, unit)
 
 
+def runs_planned(total: int, skipped: int = 0) -> None:
+    """``total`` runs are to be computed (``skipped`` more are stored and will not be)."""
+    listener = _listener.get()
+    if listener is not None:
+        listener.runs_planned(total, skipped)
+
+
 def run_started(label: str) -> None:
+    """A run (or another unit of work, e.g. a benchmark) named ``label`` starts here."""
     listener = _listener.get()
     if listener is not None:
         listener.run_started(label)
 
 
-def run_finished(reused: bool) -> None:
+def run_finished(reused: bool, failed: bool = False) -> None:
+    """The current run ended: read back from the store (``reused``), or ``failed``."""
     listener = _listener.get()
     if listener is not None:
-        listener.run_finished(reused)
+        listener.run_finished(reused, failed)
+
+
+def note(message: str) -> None:
+    """A line of news about the work (e.g. a benchmark's stage): shown above the bars, or on
+    stderr when nobody listens (stdout stays clean for JSON)."""
+    listener = _listener.get()
+    if listener is not None:
+        listener.note(message)
+    else:
+        print(message, file=sys.stderr, flush=True)
+
+
+def notes(wanted: bool) -> Callable[[str], None]:
+    """A ``say(message)`` that sends :func:`note` lines when ``wanted`` and drops them else."""
+
+    def say(message: str) -> None:
+        if wanted:
+            note(message)
+
+    return say
 
 
 class Chunker:

@@ -1,11 +1,13 @@
 """Progress bars on stderr for long commands: the current run's steps with an ETA, and for
-commands of several runs (experiments, benchmarks) how many are done.
+commands of several runs (experiments, benchmarks, sweeps) how many are done, reused, failed
+and skipped.
 
-:func:`shown` installs a :class:`Bars` display as the listener of :mod:`attndyn.core.progress`,
-which the trainer, the flow integrator and :mod:`attndyn.runs` report to; outside it nothing is
-shown. The CLI shows bars only on a terminal (stderr a tty) and never with ``--json`` or
-``--csv`` (:func:`on_terminal`); the Python API shows them when asked (``progress=True``).
-Sweeps have their own bar (:mod:`attndyn.sweep.progress`).
+The one renderer of the progress hook: :func:`shown` installs a :class:`Bars` display as the
+listener of :mod:`attndyn.core.progress`, which the trainer, the flow integrator,
+:mod:`attndyn.runs`, a sweep and the benchmarks report to; outside it nothing is shown (but
+notes, on stderr). The CLI shows bars only on a terminal (stderr a tty) and never with
+``--json`` or ``--csv`` (:func:`on_terminal`); the Python API shows them when asked
+(``progress=True``).
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ class Bars:
         console: Console | None = None,
         transient: bool = True,
     ) -> None:
-        self.done = self.reused = 0
+        self.done = self.reused = self.failed = self.skipped = 0
         self.count = count
+        self.total = total
         self.progress = Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -86,9 +89,24 @@ class Bars:
 
     def _update_count(self) -> None:
         reused = f" ({self.reused} stored, reused)" if self.reused else ""
+        failed = f", {self.failed} failed" if self.failed else ""
+        skipped = f", {self.skipped} skipped (stored)" if self.skipped else ""
         self.progress.update(
-            self._runs, completed=self.done, amount=f"{self.done} done{reused}", eta=""
+            self._runs,
+            completed=self.done + self.failed,
+            amount=f"{self.done} done{reused}{failed}{skipped}",
+            eta="ETA" if self.total else "",
         )
+
+    def runs_planned(self, total: int, skipped: int) -> None:
+        self.skipped, self.total = skipped, total
+        if self._runs is None:
+            self._runs = self.progress.add_task(
+                self.count or "runs", total=total, amount="", eta=""
+            )
+        else:
+            self.progress.update(self._runs, total=total)
+        self._update_count()
 
     def run_started(self, label: str) -> None:
         if self._run is not None:
@@ -110,26 +128,31 @@ class Bars:
             self._refreshed = now
             self.progress.refresh()
 
-    def run_finished(self, reused: bool) -> None:
+    def run_finished(self, reused: bool, failed: bool = False) -> None:
         if self._run is not None:
             self.progress.remove_task(self._run)
             self._run = None
-        self.done += 1
+        self.failed += int(failed)
+        self.done += int(not failed)
         self.reused += int(reused)
         if self._runs is not None:
             self._update_count()
 
+    def note(self, message: str) -> None:
+        self.progress.console.print(message, markup=False, highlight=False)
+
 
 @contextmanager
 def shown(
-    enabled: bool, count: str | None = None, total: int | None = None
+    enabled: bool, count: str | None = None, total: int | None = None, transient: bool = True
 ) -> Iterator[Bars | None]:
     """Within the block, progress goes to a :class:`Bars` display when ``enabled`` (else
-    nowhere); yields the display or None."""
+    nowhere; notes to stderr); yields the display or None. ``transient=False`` leaves the last
+    state of the bars on the terminal."""
     if not enabled:
         yield None
         return
-    bars = Bars(count, total)
+    bars = Bars(count, total, transient=transient)
     with bars, listening(bars):
         yield bars
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import importlib.util
 import math
 import platform
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+
+from attndyn.core.progress import notes
 
 
 def best_time(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
@@ -101,14 +102,9 @@ def torch_reference_status(requested: bool) -> tuple[bool, str | None]:
     return True, None
 
 
-def progress(log: bool) -> Callable[[str], None]:
-    """A ``say(msg)`` that prints progress to stderr when ``log`` (stdout stays JSON-clean)."""
-
-    def say(msg: str) -> None:
-        if log:
-            print(msg, file=sys.stderr, flush=True)
-
-    return say
+progress = notes
+"""``progress(log)``: the benchmarks' ``say(msg)``, :func:`attndyn.core.progress.notes` (their
+lines go through the progress hook: above the bars, or to stderr)."""
 
 
 def cpu_model() -> str:

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from attndyn.core.progress import run_finished, runs_planned
+from attndyn.core.progress_bars import shown
 from attndyn.errors import InputError
 from attndyn.store import Store
 from attndyn.sweep.executors import EXECUTORS, default_workers, run_dask, run_local
-from attndyn.sweep.progress import SweepProgress
 from attndyn.sweep.spec import RunItem, SweepSpec, load_spec
 from attndyn.sweep.tasks import Task, TaskResult, make_tasks
 
@@ -169,7 +170,6 @@ def run_sweep(
     store.check_writable()  # NotWritable (exit 2) before anything runs
     store.clean_temporary()
     start = time.perf_counter()
-    bar = SweepProgress(plan.missing, len(plan.stored), plan.spec.sweep, enabled=progress)
 
     def on_result(task: Task, result: TaskResult) -> None:
         done = failed = 0
@@ -185,7 +185,7 @@ def run_sweep(
                 done += 1
         summary.done += done
         summary.failed += failed
-        bar.advance(done, failed)
+        _report(done, failed)
 
     def on_error(task: Task, exc: BaseException) -> None:
         done = failed = 0
@@ -204,9 +204,10 @@ def run_sweep(
             failed += 1
         summary.done += done
         summary.failed += failed
-        bar.advance(done, failed)
+        _report(done, failed)
 
-    with bar:
+    with shown(progress, count=f"sweep {plan.spec.sweep}: runs", transient=False):
+        runs_planned(plan.missing, len(plan.stored))
         if executor == "local":
             run_local(todo, str(plan.root), n_workers, on_result, on_error)
         else:
@@ -214,6 +215,14 @@ def run_sweep(
     summary.wall_s = time.perf_counter() - start
     _count_diverged(summary, plan)
     return summary
+
+
+def _report(done: int, failed: int) -> None:
+    """A task's runs, finished or failed, to the progress hook (the one display counts them)."""
+    for _ in range(done):
+        run_finished(False)
+    for _ in range(failed):
+        run_finished(False, failed=True)
 
 
 def _count_diverged(summary: SweepSummary, plan: SweepPlan) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -63,3 +64,19 @@ def native_stdout_to_stderr() -> Iterator[None]:
         os.dup2(saved, 1)
         os.close(saved)
         sys.stdout = real
+
+
+def print_json(value) -> None:
+    """``value`` as one line of JSON on stdout (NaN and infinities as null, arrays as lists)."""
+    from attndyn.core.serial import json_safe
+
+    print(json.dumps(json_safe(value)))
+
+
+def print_frame(frame, as_json: bool, as_csv: bool) -> bool:
+    """Print ``frame`` as a JSON list of row objects or as CSV; False if neither was asked."""
+    if as_json:
+        print(json.dumps(json.loads(frame.to_json(orient="records", date_format="iso"))))
+    elif as_csv:
+        sys.stdout.write(frame.to_csv(index=False))
+    return as_json or as_csv

@@ -9,6 +9,8 @@ import pandas as pd
 from rich.markup import escape
 from rich.table import Table
 
+from attndyn.cli.ui import terminal
+
 MISSING = "—"
 KEYS = ("run_id", "key")
 """Columns never wrapped, cut or dropped: ids are copied into other commands."""
@@ -64,6 +66,15 @@ def fit(
     return table, dropped
 
 
+def print_fitted(columns: list[str], rows: list, title: str | None, how: str) -> None:
+    """A table that fits the terminal, naming what it left out and ``how`` to see it."""
+    console = terminal.console
+    table, dropped = fit(columns, rows, console.width, title)
+    console.print(table)
+    if dropped:
+        console.print(dropped_note(dropped, how), markup=False, highlight=False)
+
+
 def dropped_note(dropped: list[str], how: str) -> str:
     """One line naming the columns left out for the width and how to see them."""
     what = "1 column" if len(dropped) == 1 else f"{len(dropped)} columns"
@@ -71,7 +82,7 @@ def dropped_note(dropped: list[str], how: str) -> str:
 
 
 def show_run(info: dict[str, Any], console) -> None:
-    """Print :func:`attndyn.cli.overview.show`."""
+    """Print :func:`attndyn.cli.ui.overview.show`."""
 
     def say(text: str) -> None:
         console.print(escape(text), highlight=False, soft_wrap=False)
@@ -105,7 +116,7 @@ def show_run(info: dict[str, Any], console) -> None:
 
 
 def show_summary(info: dict[str, Any], console) -> None:
-    """Print :func:`attndyn.cli.overview.summary`."""
+    """Print :func:`attndyn.cli.ui.overview.summary`."""
     width = console.width
     console.print(escape(f"{info['folder']}: {info['runs']} runs"), highlight=False)
     sections = (

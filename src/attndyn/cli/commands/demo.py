@@ -12,17 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import xarray as xr
-from rich.console import Console
 from rich.table import Table
 
-from attndyn import runs
-from attndyn.core.config import run_id
-from attndyn.figures.draw import plot_observable
-from attndyn.runs.plan_time import expected_time
-from attndyn.store import Store
+from attndyn.cli import options as opt
+
+if TYPE_CHECKING:
+    import xarray as xr
+    from rich.console import Console
 
 DEMO_BASE = dict(d=128, L=1, activation="h2", lr=0.05, batch=32, seeds=4, records=40, grid="linear")
 TIED_T_MAX = 1.0  # tied time t = 4 n α_d / d; direct S sees t/4 on its own axis for the same n
@@ -41,6 +39,13 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
     """Run (or reuse) both runs and the direct-S theory, store them, write the p_12 figure with
     the theory overlaid: direct S's (Theorem 4, under a second) always, tied's matrix flow only
     when it is stored already (tens of seconds at d = 128 on two cores; the legend says so)."""
+    import numpy as np
+
+    from attndyn import runs
+    from attndyn.core.config import run_id
+    from attndyn.figures.draw import plot_observable
+    from attndyn.store import Store
+
     store = Store(out)
     base = dict(DEMO_BASE, **({"d": d} if d else {}))
     tied_cfg = runs.family_config("aim", dict(base, param="tied", t_max=TIED_T_MAX))
@@ -81,6 +86,8 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
 
 def demo_configs(d: int | None = None) -> list:
     """The demo's two aim configs (tied, direct), as :func:`run_demo` builds them."""
+    from attndyn import runs
+
     base = dict(DEMO_BASE, **({"d": d} if d else {}))
     return [
         runs.family_config("aim", dict(base, param="tied", t_max=TIED_T_MAX)),
@@ -91,6 +98,11 @@ def demo_configs(d: int | None = None) -> list:
 def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
     """Say how long it will take, run the demo and print its table, where it stored the runs
     and the figure, and how to query them."""
+    import numpy as np
+
+    from attndyn.runs.plan_time import expected_time
+    from attndyn.store import Store
+
     console.print("attndyn demo: AIM, h2 activation, L = 1; tied S = WWᵀ vs direct S (P1 Fig. 2)")
     planned = [("aim", cfg) for cfg in demo_configs()]
     console.print(
@@ -120,3 +132,17 @@ def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
 
     print(f"report:         {write_report(result.root)}  (open it in a browser)")
     return result
+
+
+def demo(
+    out: opt.Out = None,
+    force: opt.force_flag("recompute stored runs") = False,
+    progress: opt.Progress = True,
+    devices: opt.Devices = None,
+) -> None:
+    """The showcase run: see attndyn.cli.commands.demo (the README's first command)."""
+    from attndyn.cli.ui.terminal import console
+    from attndyn.core.progress_bars import on_terminal, shown
+
+    with shown(on_terminal(progress), count="runs"), opt.on_devices(devices):
+        show_demo(console, out, force)

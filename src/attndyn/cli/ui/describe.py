@@ -22,7 +22,7 @@ from pydantic_core import PydanticUndefined
 from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
 
-CLAIMS_DOCS = Path(__file__).resolve().parents[3] / "docs" / "claims"
+CLAIMS_DOCS = Path(__file__).resolve().parents[4] / "docs" / "claims"
 """The claims pages of a source checkout (absent from an installed wheel)."""
 
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
@@ -68,9 +68,12 @@ def allowed_range(field) -> str:
 
 
 def _default(field) -> Any:
+    """The field's default; a nested config (an experiment's family base) as its fields."""
     if field.default_factory is not None:
-        return field.default_factory()
-    return "required" if field.default is PydanticUndefined else field.default
+        value = field.default_factory()
+    else:
+        value = "required" if field.default is PydanticUndefined else field.default
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
 
 def _inherited_description(config_cls: type[BaseModel], name: str) -> str:
@@ -190,6 +193,19 @@ def claim_meaning(claim: str, table) -> dict[str, str]:
     return {}
 
 
+def _declared_meaning(spec, key) -> dict[str, str]:
+    """What a :class:`~attndyn.claims.spec.ClaimSpec` says about its claim (entry ``key``)."""
+    controls = ", ".join(c for c in spec.control_names() if spec.failed_by(c, key))
+    return {
+        "statement": spec.statement_for(key),
+        "statistic": spec.statistic,
+        "target": spec.target.text(),
+        "reason": spec.reason,
+        "seeds": str(spec.seeds),
+        **({"controls": controls} if controls else {}),
+    }
+
+
 def describe_experiment(name: str) -> dict[str, Any]:
     """An experiment's description, paper, presets, controls, fields and declared claims."""
     from attndyn.claims import get_experiment
@@ -199,12 +215,17 @@ def describe_experiment(name: str) -> dict[str, Any]:
     doc = sys.modules[type(exp).__module__].__doc__ or ""
     table = claims_table(name, doc)
     claims: dict[str, dict[str, Any]] = {}
+    specs = getattr(type(exp), "claims", ())
+    specs = specs if isinstance(specs, tuple | list) else ()  # the older form: a method
     for preset in PRESETS:
         _, config = experiment_config(name, preset, {})
+        declared = {spec.named(k): (spec, k) for spec in specs for k in spec.keys(config)}
         for claim in exp.claim_names(config):
-            entry = claims.setdefault(
-                claim, {"name": claim, "presets": [], **claim_meaning(claim, table)}
-            )
+            if claim in declared:  # declared once (attndyn.claims.spec): read the declaration
+                meaning = _declared_meaning(*declared[claim])
+            else:
+                meaning = claim_meaning(claim, table)
+            entry = claims.setdefault(claim, {"name": claim, "presets": [], **meaning})
             entry["presets"].append(preset)
     controls = [
         {"name": c, "overrides": ctl.overrides, "breaks": ctl.reason, "must_fail": list(ctl.fails)}

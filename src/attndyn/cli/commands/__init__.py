@@ -1,0 +1,1 @@
+"""One module per command or group of commands; :mod:`attndyn.cli.app` registers them."""
