@@ -7,13 +7,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from attndyn import runs
 from attndyn.claims.runner import experiment_config, run_experiment
 from attndyn.core.config import parse_assignments, validate
 from attndyn.experiments.markov.stages import (
     plateau_after_drop,
     rank_levels,
-    sim_values,
     stage1,
 )
 from attndyn.models import markov
@@ -154,17 +152,17 @@ def test_snapshots_refuse_sampled_data():
 
 
 def test_set_pi_and_lam_reach_the_markov_run():
-    values = parse_assignments(["pi=[0.5, 0.3, 0.2]", "lam=0.3"])
+    values = parse_assignments(["base.pi=[0.5, 0.3, 0.2]", "base.lam=0.3"])
     _, config = experiment_config("focus-stages", "tiny", values)
-    sim = runs.family_config("markov", sim_values(config))
-    law = markov.DataLaw(sim)
+    law = markov.DataLaw(config.base)
     np.testing.assert_allclose(law.pi, [0.5, 0.3, 0.2])
     np.testing.assert_allclose(law.P, 0.3 * np.eye(3) + 0.7 * np.outer(np.ones(3), law.pi))
 
 
 def test_geometric_pi_is_appendix_e1():
-    _, config = experiment_config("focus-stages", "tiny", {"pi_kind": "geometric", "d": 5})
-    law = markov.DataLaw(runs.family_config("markov", sim_values(config)))
+    overrides = {"base.pi_kind": "geometric", "base.d": 5}
+    _, config = experiment_config("focus-stages", "tiny", overrides)
+    law = markov.DataLaw(config.base)
     p = 0.5 ** np.arange(1, 6)
     np.testing.assert_allclose(law.pi, p / p.sum())
 
@@ -172,7 +170,10 @@ def test_geometric_pi_is_appendix_e1():
 @pytest.mark.e2e
 def test_the_figure_is_written(tmp_path):
     outcome = run_experiment(
-        "focus-stages", "tiny", {"t_max": 150.0, "seeds": 2, "records": 50}, out=tmp_path
+        "focus-stages",
+        "tiny",
+        {"base.t_max": 150.0, "seeds": 2, "base.records": 50},
+        out=tmp_path,
     )
     path = outcome.figure
     assert path.exists() and path.stat().st_size > 10_000
@@ -181,3 +182,12 @@ def test_the_figure_is_written(tmp_path):
     assert names[0] == "condensation" and "focus" in names
     for key in ("plateau_gap_theory", "plateau_gap_measured", "sigma1_theory", "sigma1_measured"):
         assert np.isfinite(outcome.summary[key])
+
+
+def test_more_tokens_than_tracked_is_refused():
+    from attndyn.errors import InputError
+
+    with pytest.raises(InputError, match="base.d"):
+        experiment_config("focus-stages", "tiny", {"base.pi_kind": "geometric", "base.d": 9})
+    with pytest.raises(InputError, match="base.pi_kind"):
+        experiment_config("focus-stages", "tiny", {"base.pi_kind": "two-group"})

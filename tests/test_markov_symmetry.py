@@ -9,8 +9,8 @@ import pytest
 from attndyn.experiments.markov.symmetry import (
     Config,
     first_crossing,
+    law,
     loglog_slope,
-    run_values,
     seed_escape,
 )
 
@@ -47,10 +47,10 @@ def test_seed_escape_on_an_exponential_escape():
 
 def test_frequent_only_keeps_the_low_tokens_symmetric():
     config = Config(ds=[4], deltas=[0.01, 0.02])
-    values = run_values(config, 4, 0.02, 100.0, "frequent")
-    pi = np.asarray(values["pi"])
+    pi = np.asarray(law(config, 4, 0.02, "frequent")["pi"])
     assert pi.sum() == pytest.approx(1.0) and pi[0] == pytest.approx(0.72)
     assert np.ptp(pi[1:]) == 0.0
+    assert law(config, 4, 0.02, "low") == {"d": 4, "delta": 0.02}  # Eq. 1's c_iδ, in the family
 
 
 def test_gradM_observable_is_the_autodiff_gradient():

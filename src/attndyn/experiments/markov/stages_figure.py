@@ -114,6 +114,6 @@ def draw(config, traj, m: dict[str, Any]):
     fig.colorbar(im, ax=ax, fraction=0.046)
     fig.suptitle(
         f"focus-stages: π = {tuple(round(p, 3) for p in m['pi'])}, λ = {m['lam']}, m = "
-        f"{config.m}, ε = {config.init_scale or 1 / config.m:g}, {config.optimizer}"
+        f"{config.base.m}, ε = {config.base.epsilon:g}, {config.base.optimizer}"
     )
     return fig  # save_figure lays it out
