@@ -66,7 +66,7 @@ def test_torch_population_gradient_matches_simulator():
     import jax
 
     from attndyn.models.markov import data_law, model
-    from attndyn.models.markov.bench import torch_population_step
+    from attndyn_bench.markov import torch_population_step
 
     config = gd_config(6, init_scale=0.3)
     _, p, loss = torch_population_step(config)
@@ -90,7 +90,7 @@ def test_torch_adam_batch_loss_matches_simulator():
     import jax.numpy as jnp
 
     from attndyn.models.markov import data, data_law, model
-    from attndyn.models.markov.bench import torch_adam_step
+    from attndyn_bench.markov import torch_adam_step
 
     config = adam_config(6, 200, 16, 1, init_scale=0.3)
     _, p, batch_loss = torch_adam_step(config)

@@ -31,7 +31,8 @@ S·steps_per_s(S)/steps_per_s(1); ``torch_steps_per_s`` the same step in PyTorch
 ``sample_s`` the device draw of one seed's 100,000 sequences (jitted, after compilation).
 
 ``quick``: m = 32, a 10³ horizon, 10,000 sequences, ≈0.2 s per timing. ``cpus_used`` and the
-load average say how much of the (shared) machine the run had.
+load average say how much of the (shared) machine the run had. The PyTorch steps live in
+:mod:`attndyn_bench.markov`, imported only when the reference is timed.
 """
 
 from __future__ import annotations
@@ -50,10 +51,39 @@ from attndyn.core.timing import (
     cpu_model,
     progress,
     torch_reference_status,
-    torch_threads,
 )
+from attndyn.models.base import Benchmark
+from attndyn.models.markov import data
+from attndyn.models.markov.config import MarkovConfig as Config
+from attndyn.models.markov.data import data_law
+from attndyn.models.markov.simulation import build, simulate
 
-__all__ = ["run_markov_benchmark", "torch_population_step", "torch_adam_step"]
+BENCHMARKS = (
+    Benchmark(
+        "markov",
+        "attndyn.models.markov.bench:run_markov_benchmark",
+        "population flow through 10⁶ time units vs fixed-step GD and a PyTorch step; Adam on "
+        "100,000 sequences, seeds vmapped, vs PyTorch eager",
+        (
+            "row",
+            "m",
+            "seeds",
+            "flow_t_reached",
+            "flow_wall_s",
+            "flow_steps",
+            "flow_wall_s_projected",
+            "flow_speedup_vs_gd",
+            "gd_steps_per_s",
+            "gd_speedup_vs_torch",
+            "steps_per_s",
+            "seed_throughput_ratio",
+            "speedup_vs_torch",
+        ),
+    ),
+)
+"""The family's benchmark (``attndyn bench --name markov``)."""
+
+__all__ = ["BENCHMARKS", "run_markov_benchmark"]
 
 LR_GD = 0.05
 """The fixed GD step (the family's default ``lr``); GD stays finite with it over the benchmark's
@@ -63,8 +93,6 @@ the GD projection optimistic)."""
 
 
 def flow_config(m: int, t_max: float, **overrides):
-    from attndyn.models.markov import Config
-
     values = dict(
         data="population", optimizer="flow", m=m, t_max=t_max, lr=1.0, records=40, seeds=1
     )
@@ -73,16 +101,12 @@ def flow_config(m: int, t_max: float, **overrides):
 
 
 def gd_config(m: int, **overrides):
-    from attndyn.models.markov import Config
-
     values = dict(data="population", optimizer="gd", m=m, lr=LR_GD, seeds=1, t_max=1.0)
     values.update(overrides)
     return validate(Config, values)
 
 
 def adam_config(m: int, n_sequences: int, batch: int, seeds: int, **overrides):
-    from attndyn.models.markov import Config
-
     values = dict(
         data="fixed",
         optimizer="adam",
@@ -109,11 +133,9 @@ def time_flow(config, t_flow: float) -> dict:
     after a warm-up run that compiles it; the wall time to ``t_flow`` is projected from the last
     record segment's steps per time unit and the run's steps per second (equal to the measured
     wall when t_max = t_flow)."""
-    from attndyn.models import markov
-
-    markov.simulate(config.model_copy(update={"t_max": 2.0 * config.lr, "records": 3}))
+    simulate(config.model_copy(update={"t_max": 2.0 * config.lr, "records": 3}))
     c0, t0 = time.process_time(), time.perf_counter()
-    tr = markov.simulate(config)
+    tr = simulate(config)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
     t, steps = tr["time"].values, tr["step"].values
@@ -133,106 +155,13 @@ def time_flow(config, t_flow: float) -> dict:
 
 
 def time_advance(config, seeds: int, min_seconds: float, repeats: int) -> dict:
-    from attndyn.models.markov import build
-
     run = AdvanceRunner(build(config), np.arange(seeds))
     steps, seconds, cpu = calibrated_best(run, min_seconds, repeats)
     return {"steps_per_s": steps / seconds, "steps_timed": steps, "cpus_used": cpu / seconds}
 
 
-def torch_population_step(config, seed: int = 0):
-    """One population GD step in PyTorch eager: the loss of Prop. 2.3 by autograd,
-    p ← p − lr·∇p (float32)."""
-    import torch
-
-    from attndyn.models.markov import data_law
-
-    law = data_law(config)
-    g = torch.Generator().manual_seed(seed)
-    d, m, eps = law.d, config.m, config.epsilon
-    shapes = {"W0": (d, m), "WQ": (m, m), "WK": (m, m), "W1": (m, d)}
-    p = {k: (eps * torch.randn(s, generator=g)).requires_grad_() for k, s in shapes.items()}
-    pi = torch.tensor(law.pi, dtype=torch.float32)
-    P = torch.tensor(law.P, dtype=torch.float32)
-
-    def loss() -> torch.Tensor:
-        phi = (p["W0"] @ p["WQ"]) @ (p["W0"] @ p["WK"]).T
-        A = torch.softmax(torch.log(pi)[None, :] + phi, dim=1)
-        logp = torch.log_softmax(A @ (p["W0"] @ p["W1"]), dim=1)
-        return -(pi[:, None] * P * logp).sum()
-
-    def step() -> float:
-        value = loss()
-        grads = torch.autograd.grad(value, list(p.values()))
-        with torch.no_grad():
-            for t, gr in zip(p.values(), grads, strict=True):
-                t -= config.lr * gr
-        return float(value.detach())
-
-    return step, p, loss
-
-
-def torch_adam_step(config, seed: int = 0):
-    """One Adam step of the Def. 2.2 model on a fixed set of Markov sequences in PyTorch eager
-    (one seed; batch indices drawn with ``torch.randint``)."""
-    import torch
-
-    from attndyn.models.markov import data, data_law
-
-    law = data_law(config)
-    seqs = data.sample_sequences(
-        jax.random.PRNGKey(seed), jnp.asarray(law.P, jnp.float32), config.n_sequences,
-        config.seq_len + 1,
-    )  # fmt: skip
-    seqs = torch.from_numpy(np.array(seqs, dtype=np.int64))
-    g = torch.Generator().manual_seed(seed)
-    d, m, eps = law.d, config.m, config.epsilon
-    shapes = {"W0": (d, m), "WQ": (m, m), "WK": (m, m), "W1": (m, d)}
-    p = {k: (eps * torch.randn(s, generator=g)).requires_grad_() for k, s in shapes.items()}
-    opt = torch.optim.Adam(list(p.values()), lr=config.lr)
-
-    def batch_loss(batch: torch.Tensor) -> torch.Tensor:
-        inputs, labels = batch[:, :-1], batch[:, -1]
-        phi = (p["W0"] @ p["WQ"]) @ (p["W0"] @ p["WK"]).T
-        M = p["W0"] @ p["W1"]
-        scores = phi[inputs[:, -1:], inputs]  # Φ_{x_s, x_t}, (B, s)
-        a = torch.softmax(scores, dim=1)
-        z = torch.einsum("bt,btd->bd", a, M[inputs])
-        return torch.nn.functional.cross_entropy(z, labels)
-
-    def step() -> float:
-        idx = torch.randint(0, config.n_sequences, (config.batch,), generator=g)
-        opt.zero_grad()
-        value = batch_loss(seqs[idx])
-        value.backward()
-        opt.step()
-        return float(value.detach())
-
-    return step, p, batch_loss
-
-
-def time_torch(step, min_seconds: float, repeats: int) -> dict:
-    """Steps/s of a PyTorch eager ``step`` with torch's default intra-op threads and with one
-    thread (on a loaded 2-core machine the default hand-off can be far slower); the faster is
-    the reference."""
-
-    def run(n: int) -> None:
-        for _ in range(n):
-            step()
-
-    out = {}
-    for label, threads in (("default", None), ("1", 1)):
-        with torch_threads(threads):
-            run(2)
-            steps, seconds, _ = calibrated_best(run, min_seconds, repeats, start=4)
-        out[label] = steps / seconds
-    return {"rate": max(out.values()), "threads": max(out, key=out.get), **out}
-
-
 def time_sampling(config, repeats: int) -> float:
     """Seconds to draw one seed's ``n_sequences`` sequences on the device (jitted)."""
-    from attndyn.models.markov import data, data_law
-
     P = jnp.asarray(data_law(config).P, jnp.float32)
     draw = jax.jit(lambda k: data.sample_sequences(k, P, config.n_sequences, config.seq_len + 1))
     jax.block_until_ready(draw(jax.random.PRNGKey(0)))
@@ -258,6 +187,9 @@ def run_markov_benchmark(
 
     say = progress(log)
     use_torch, why_not = torch_reference_status(torch_reference)
+    if use_torch:
+        from attndyn_bench.markov import time_torch, torch_adam_step, torch_population_step
+
     min_seconds, repeats = (0.2, 1) if quick else (1.0, 3)
     m = 32 if quick else 256
     t_flow = 1e3 if quick else 1e6

@@ -177,3 +177,10 @@ class MarkovConfig(SimulationConfig):
     @property
     def total_steps(self) -> int:
         return max(1, int(math.ceil(self.t_max / self.lr - 1e-9)))
+
+
+NAME = "markov"
+"""The registered family name."""
+
+EXAMPLE = dict(m=16, t_max=20.0, lr=0.1, records=5, seeds=2)
+"""A small config that runs in about a second (contract tests, docs)."""

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -130,3 +132,31 @@ def conditional_entropy(pi: np.ndarray, P: np.ndarray) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.where(P > 0, np.log(P), 0.0)
     return float(-np.sum(pi[:, None] * P * logs))
+
+
+class DataLaw:
+    """π, P and L* of a MarkovConfig (float64 NumPy); for text, the corpus's π̂, P̂ and its
+    tokens. (``config`` is typed ``Any``: config.py imports this module.)"""
+
+    def __init__(self, config: Any):
+        self.tokens = None
+        self.vocab = None
+        if config.data == "text":
+            from attndyn.models.markov import text
+
+            corpus = text.load_corpus(config)
+            self.tokens, self.vocab = corpus.tokens, corpus.vocab
+            self.pi, self.P = corpus.unigram(), corpus.bigram()
+        else:
+            self.pi = stationary_law(config)
+            self.P = transition_matrix(config, self.pi)
+        self.entropy_star = conditional_entropy(self.pi, self.P)
+
+    @property
+    def d(self) -> int:
+        return len(self.pi)
+
+
+def data_law(config: Any) -> DataLaw:
+    """:class:`DataLaw` of ``config``."""
+    return DataLaw(config)

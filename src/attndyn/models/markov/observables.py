@@ -32,8 +32,11 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from attndyn.core.linalg import effective_rank, singular_values, thin_svd
+from attndyn.errors import InputError
+from attndyn.models.markov.config import MarkovConfig
 from attndyn.models.markov.model import (
     Arch,
     Params,
@@ -110,3 +113,48 @@ def observe(
             if j > i:
                 out[f"cos_{i}_{j}"] = cos[i, j]
     return out
+
+
+SUMMARY = ("loss_gap", "erank_W0", "erank_WQK", "entropy_mean", "align_pi", "align_phi")
+"""Observables ``attndyn simulate markov`` prints at the final time."""
+LABELS = {
+    "loss": "population loss L(θ)",
+    "loss_gap": "loss gap L − L*",
+    "kl_uniform": "Σπ_i KL(uniform ‖ ℙ_i)",
+    "kl_unigram": "Σπ_i KL(π ‖ ℙ_i)",
+    "kl_bigram": "Σπ_i KL(P_i ‖ ℙ_i)",
+    "erank_W0": "effective rank of W₀",
+    "erank_W1": "effective rank of W₁",
+    "erank_WQK": "effective rank of W_QK",
+    "sv_ratio_W0": "σ₂(W₀)/σ₁(W₀)",
+    "gradM_sv1": "σ₁(∂L/∂M)",
+    "entropy_mean": "mean attention entropy Σπ_i H(𝔸_i) (nats)",
+    "align_pi": "|cos(u₁, π)|",
+    "align_phi": "cos_F(Φ, ππᵀ)",
+    "thm37": "(1 − π₁)γ₁ − (d − 1)π₁γ̄ (Thm 3.7)",
+    "phi_norm": "‖Φ‖_F",
+    "m_norm": "‖M‖_F",
+}
+"""Axis labels of the observables (:func:`attndyn.plot`)."""
+
+OVERFLOW = 1e10
+"""|value| marking a seed as diverged (:mod:`attndyn.models.base`): effective ranks lie in
+[1, m], entropies in [0, log T], alignments in [−1, 1] and the loss gap is O(log m)."""
+
+
+def tracked_tokens(config: MarkovConfig, pi: np.ndarray) -> tuple[int, ...]:
+    """``config.track``, else every token when d ≤ 8, else the 3 most frequent and the 3 around
+    the median frequency (Section 4.2 tracks the top 3 and 3 medium-frequency tokens)."""
+    d = len(pi)
+    if config.track is not None:
+        bad = [t for t in config.track if not 0 <= t < d]
+        if bad:
+            raise InputError(
+                f"invalid value for 'track': token ids must be in [0, {d}) (got {bad})"
+            )
+        return tuple(config.track)
+    if d <= 8:
+        return tuple(range(d))
+    order = np.argsort(-pi, kind="stable")
+    mid = d // 2
+    return tuple(int(t) for t in (*order[:3], *order[mid - 1 : mid + 2]))
