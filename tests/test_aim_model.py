@@ -82,6 +82,7 @@ def test_tied_gradient_matches_lemma_2():
         np.testing.assert_allclose(grad, expected, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow  # 4 CPU s
 def test_theorem_1_mean_and_covariance_of_quadratic_forms():
     """P1 Theorem 1 at d = 400: G_ijk = x_iᵀ S_k x_j/√d has mean C_ij μ_k and covariance
     C_ii' C_jj' Ω_kl + C_ij' C_ji' Ψ_kl with μ_k = Tr S_k/√d, Ω_kl = Tr(S_k S_lᵀ)/d,

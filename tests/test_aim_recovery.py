@@ -238,6 +238,7 @@ def test_eq17_matches_matrix_flow_d3_wishart():
         assert pred["slope_eq17"] == pytest.approx(flow_initial_slope(pot, S1, S2), rel=0.025)
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_eq17_deviation_from_flow_shrinks_with_d():
     # h2: Γ_11 = 6q_11 − 2q_22 ≈ 3 multiplies the finite-d terms of Eq. 356, so Eq. 17 vs the
     # flow scatters: measured RMS over these 4 seeds 0.23 (d = 100), 0.048 (200), 0.025 (400),

@@ -366,6 +366,7 @@ def gaps() -> dict[int, dict]:
     return {d: sgd_vs_flow(d) for d in DIMENSIONS}
 
 
+@pytest.mark.slow  # the module's SGD runs: 12 CPU s
 @pytest.mark.parametrize("d", DIMENSIONS)
 def test_sgd_tracks_closed_form(gaps, d):
     for name in ("t_1", "q_11"):
@@ -374,6 +375,7 @@ def test_sgd_tracks_closed_form(gaps, d):
     assert gaps[d]["moved"] > 0.15
 
 
+@pytest.mark.slow  # the same SGD runs
 def test_sgd_gap_shrinks_with_d(gaps):
     small, large = min(gaps), max(gaps)
     for name in ("t_1", "q_11"):

@@ -267,7 +267,9 @@ def price_gamma(pot, q: np.ndarray) -> np.ndarray:
         # QMC: the two estimators differ by the QMC error of each, measured 1e-4 relative (β = 1,
         # 2^14 nodes) and 8e-4 (β = 2, 2^17 nodes; 6e-3 at 2^14)
         (dict(param="tied", L=2, output="softmax", C=[[1.0, 0.3], [0.3, 1.0]]), 14, 1e-3),
-        (dict(param="tied", L=2, output="softmax", beta=2.0), 17, 3e-3),
+        pytest.param(  # 2^17 nodes: 8 CPU s
+            dict(param="tied", L=2, output="softmax", beta=2.0), 17, 3e-3, marks=pytest.mark.slow
+        ),
     ],
 )
 def test_gamma_matches_price_formula(values, log2_qmc, rel):
@@ -306,6 +308,7 @@ def test_loss_basis_finds_the_row_shift_invariance_of_softmax(values, rank):
         assert np.abs(B @ v).max() < 1e-9
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_reduced_potential_agrees_with_the_full_one():
     """Φ and Γ over the 4 reduced coordinates (Gauss–Hermite, order 11) against the 6-dimensional
     Sobol estimate with 2^18 points: equal to the QMC error of the latter (measured 2e-6
@@ -457,6 +460,7 @@ def test_radius_estimate_brackets_the_exact_radius(d3_reference):
     assert d3_reference["radius"] / 2 <= radius <= d3_reference["radius"]
 
 
+@pytest.mark.slow  # 7 CPU s
 def test_default_predict_returns_no_nan_and_reports_the_radius(tmp_path):
     """`attndyn predict aim` (tied, γ = 0, method auto, t ≤ 1; here d = 16): the degree-6
     hierarchy's radius estimate is below the horizon, so auto integrates the matrix flow, says
@@ -512,6 +516,7 @@ def sim_vs_theory(method: str, names, rtol: float = 1e-6, **values):
 DIRECT = ("t_1", "Psi_11", "Omega_11", "Psi_12", "Omega_12", "pplus_12")
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_direct_ode_matches_simulation_h1():
     """Theorem 4 (Eqs. 402–404) against direct-S SGD, h1, d = 64, t ≤ 0.25 on t = nα_d/d.
     Measured gaps (4 seeds): t_1 8e-4, Psi_11 = Omega_11 3.3e-3, Psi_12 = Omega_12 6e-4,
@@ -526,6 +531,7 @@ def test_direct_ode_matches_simulation_h1():
     assert moved["t_1"] > 0.15 and moved["Psi_12"] > 0.2
 
 
+@pytest.mark.slow  # 13 CPU s
 def test_direct_ode_matches_simulation_h2_and_gap_shrinks():
     """h2, the trapped case (P1 Cor. 7): the ODE keeps p± ≈ 0 while Psi_11, Omega_11 move by
     0.22. Measured gaps: Psi_11 4.2e-2 (d = 64) and 1.5e-2 (d = 128), Psi_12 1.4e-2 and 1.0e-3;
@@ -571,6 +577,7 @@ H2_TOL = {
 }
 
 
+@pytest.mark.slow  # 41 CPU s
 def test_matrix_flow_matches_simulation_tied_h2_and_gap_shrinks():
     """Tied h2 (P1 Fig. 2, W-flow) at d = 64 and 128, tolerances from the measurements above."""
     gaps = {}

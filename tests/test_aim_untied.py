@@ -311,6 +311,7 @@ FAST = dict(
 )  # fmt: skip
 
 
+@pytest.mark.slow  # 12 CPU s
 def test_fast_flow_matches_simulation_on_fast_axis():
     """Eq. 28 for h1: ∂Φ/∂m₁ = m₁ − m₂, so m₁(t) = m₂ + (m₁(0) − m₂) e^{−D₁t} with t = nα_d.
     d = 128, 2 seeds, t ≤ 8. Measured: predict()'s m₁ (Eq. 28 plus its finite-d ψ/√d term)
@@ -333,6 +334,7 @@ def test_fast_flow_matches_simulation_on_fast_axis():
         assert np.max(np.abs(diff)) < 0.01, (name, diff)
 
 
+@pytest.mark.slow  # 6 CPU s
 def test_slow_hierarchy_truncation_3_matches_simulation_at_short_times():
     """Eq. 32 truncated at degree 3 (words of degree 4 set to 0) vs SGD, h1, d = 64, 4 seeds,
     τ ≤ 0.05 (with γ = 0 the truncation leaves the admissible domain near τ ≈ 0.1). Measured:
@@ -433,7 +435,11 @@ def test_experiment_presets_validate():
 
 @pytest.mark.parametrize(
     ("activation", "init_mean", "teacher_mean"),
-    [("h1", 0.0, 1.0), ("h2", 0.0, 0.0), ("h2", 0.05, 1.0)],
+    [
+        ("h1", 0.0, 1.0),
+        pytest.param("h2", 0.0, 0.0, marks=pytest.mark.slow),  # 10 CPU s
+        ("h2", 0.05, 1.0),
+    ],
 )
 def test_fast_state_closed_forms(activation, init_mean, teacher_mean):
     """h1: ∂Φ/∂m₁ = m₁ − m₂, so m* = m₂ and E σ' = 1 on both sides (signal 1). h2: E h2'(Z) = √2 m

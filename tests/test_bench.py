@@ -24,6 +24,7 @@ FIELDS = (
 )
 
 
+@pytest.mark.slow  # 6 CPU s
 def test_quick_benchmark_rows():
     rows = run_benchmark(quick=True, torch_reference=False, log=False, sizes=[(16, 2)], seeds=2)
     assert len(rows) == 1
