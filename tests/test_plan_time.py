@@ -1,11 +1,11 @@
-"""What `attndyn demo` says before it starts (attndyn.runs.plan_time)."""
+"""What `attndyn demo` says before it starts (attndyn.runs.estimate.expected_time)."""
 
 from __future__ import annotations
 
 import re
 
 from attndyn import runs
-from attndyn.runs.plan_time import expected_time
+from attndyn.runs.estimate import expected_time
 from attndyn.store import Store
 
 

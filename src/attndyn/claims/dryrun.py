@@ -172,6 +172,7 @@ class DryRunContext:
     programs: list[dict[str, Any]] = field(default_factory=list)
     _keys: dict[str, int] = field(default_factory=dict)
     _probes: dict[int, Any] = field(default_factory=dict)
+    _estimates: dict[int, Any] = field(default_factory=dict)  # program → its RunEstimate
     _seen: dict[str, xr.Dataset] = field(default_factory=dict)
 
     @property
@@ -265,19 +266,15 @@ class DryRunContext:
             entry |= cal.as_json() if cal else {"error": error, "compile_s": 0.0}
             self.programs.append(entry)
             self._probes[self._keys[key]] = probe
+            self._estimates[self._keys[key]] = cal
         index = self._keys[key]
         run.program = index
         cal = self.programs[index]
         if "error" in cal:
             run.note = f"no estimate: {cal['error']}"
             return None
-        exact = cal["exact"] and cal["steps"] == config.total_steps and cal["seeds"] == run.seeds
-        run_s = cal["seconds"] - cal["compile_s"]
-        if not exact:
-            per_seed = cal["seeds"] == run.seeds
-            step_s = cal["step_s"] if per_seed else cal["step_s"] / cal["seeds"] * run.seeds
-            run_s = cal["overhead_s"] + step_s * config.total_steps
-        run.seconds = cal["recompile_s"] + run_s
+        est = self._estimates[index]
+        run.seconds = est.recompile_s + est.run_seconds(config.total_steps, run.seeds)
         if cal.get("flops_per_step") is not None:
             run.flops = cal["flops_per_step"] / cal["seeds"] * run.seeds * config.total_steps
         records = estimate.record_count(config)

@@ -19,6 +19,9 @@ from attndyn.errors import InputError
 from attndyn.store import Store
 
 PRESETS = ("tiny", "small", "paper")
+SHORT_PRESETS = ("tiny", "small")
+"""Presets declared short (minutes at most on two cores): ``attndyn run`` never refuses them for
+their estimate (docs/sweeps.md, "Estimates and the time limit")."""
 
 
 @dataclass

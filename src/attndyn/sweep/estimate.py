@@ -169,8 +169,7 @@ def _config(spec: SweepSpec, item: RunItem):
 def _wall(
     run: RunEstimate, todo: list[Group], missing: list[RunItem], scale: float, parallel: int
 ) -> float:
-    per_seed_step = run.step_s / run.seeds
-    compute = sum(g.runs[0].steps * len(_seeds(g)) * per_seed_step + run.overhead_s for g in todo)
+    compute = sum(run.run_seconds(g.runs[0].steps, len(_seeds(g))) for g in todo)
     programs = len({_no_seed(r) for r in missing})
     return scale * (compute + run.compile_s * programs) / parallel
 
@@ -186,9 +185,10 @@ def guard_sweep(
     yes: bool,
 ) -> SweepPlan | None:
     """Before a full run: check the options, and refuse (InputError) a sweep estimated above
-    ``max_hours`` unless ``yes`` (or the user says yes on a terminal). Returns the plan when it
-    was built (so the sweep does not expand the grid twice)."""
-    from attndyn.runs.estimate import check_max_hours, confirm
+    ``max_hours`` unless ``yes``: :class:`~attndyn.runs.estimate.TooLong` carries the estimate
+    (the command line asks the user). Returns the plan when it was built (so the sweep does not
+    expand the grid twice)."""
+    from attndyn.runs.estimate import check_max_hours, check_time
     from attndyn.sweep.executors import default_workers
     from attndyn.sweep.run import _check_executor
 
@@ -201,7 +201,7 @@ def guard_sweep(
     )
     if est.seconds is not None:
         runs = est.to_run if est.to_run is not None else est.points
-        confirm(est.seconds, max_hours, yes, f"sweep {est.sweep} ({runs} runs)")
+        check_time(est.seconds, max_hours, f"sweep {est.sweep} ({runs} runs)", est)
     return plan
 
 

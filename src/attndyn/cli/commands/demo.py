@@ -100,7 +100,7 @@ def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
     and the figure, and how to query them."""
     import numpy as np
 
-    from attndyn.runs.plan_time import expected_time
+    from attndyn.runs.estimate import expected_time
     from attndyn.store import Store
 
     console.print("attndyn demo: AIM, h2 activation, L = 1; tied S = WWᵀ vs direct S (P1 Fig. 2)")

@@ -68,13 +68,14 @@ def run(
     devices: opt.Devices = None,
 ) -> None:
     """Run an experiment: store its runs, check its claims, save its figure."""
-    from attndyn.claims.runner import run_experiment
+    from attndyn.claims.runner import SHORT_PRESETS, run_experiment
     from attndyn.core.progress_bars import on_terminal, shown
 
     on_devices = opt.on_devices(devices)
     values = opt.config_values(set_, seeds, seed)
-    # a tiny preset as declared runs in seconds (the test suite runs them all): not checked
-    if dry_run or not (yes or (preset == "tiny" and not values)):
+    # a tiny or small preset as declared (a seed offset aside) is short: never refused
+    declared_short = preset in SHORT_PRESETS and set(values) <= {"seed"}
+    if dry_run or not (yes or declared_short):
         _plan(name, preset, values, out, force, control, dry_run, max_hours, as_json)
         if dry_run:
             return
@@ -110,7 +111,8 @@ def run(
 def _plan(name, preset, values, out, force, control, dry_run, max_hours, as_json):
     """``run --dry-run``: the runs and their estimate; otherwise the --max-hours check."""
     from attndyn.claims.dryrun import COLUMNS, plan_experiment, plan_rows, summary_lines
-    from attndyn.runs.estimate import check_max_hours, confirm
+    from attndyn.cli.ui.prompts import allow
+    from attndyn.runs.estimate import check_max_hours, check_time
     from attndyn.store import Store
 
     check_max_hours(max_hours)
@@ -120,7 +122,9 @@ def _plan(name, preset, values, out, force, control, dry_run, max_hours, as_json
     plan = plan_experiment(name, preset, values, out, force, control, below=limit, limit=limit)
     if not dry_run:
         runs = f"{len(plan.runs)} runs" + ("" if plan.complete else " found so far")
-        return confirm(plan.seconds, max_hours, False, f"experiment {name} ({preset}, {runs})")
+        what = f"experiment {name} ({preset}, {runs})"
+        allow(lambda: check_time(plan.seconds, max_hours, what, plan))
+        return
     if as_json:
         print_json(plan.as_json())
         return

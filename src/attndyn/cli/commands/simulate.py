@@ -40,6 +40,7 @@ def simulate(
 ) -> None:
     """Simulate one configuration, store it, and print its final observables."""
     from attndyn import runs
+    from attndyn.cli.ui.prompts import allow
     from attndyn.core.progress_bars import on_terminal, shown
     from attndyn.models import get_family
     from attndyn.runs import estimate
@@ -65,7 +66,8 @@ def simulate(
                 print(estimate.summary_line(est) if est else f"no estimate: {error}")
             return
         if est is not None:
-            estimate.confirm(est.seconds, max_hours, yes, f"{family} run {rid}")
+            what = f"{family} run {rid}"
+            allow(lambda: estimate.check_time(est.seconds, max_hours, what, est))
     with shown(on_terminal(progress, as_json)), on_devices:
         traj, reused = runs.simulation(family, config, store, force)
     rid = traj.attrs["run_id"]

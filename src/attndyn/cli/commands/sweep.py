@@ -34,6 +34,7 @@ def sweep(
     devices: opt.Devices = None,
 ) -> None:
     """Run a sweep: expand SPEC, skip stored runs, run the rest; exit 1 if any run failed."""
+    from attndyn.cli.ui.prompts import allow
     from attndyn.core.progress_bars import on_terminal
     from attndyn.runs.estimate import check_max_hours
     from attndyn.sweep import run_sweep
@@ -61,7 +62,7 @@ def sweep(
     if executor == "local":  # a Dask worker checks its own devices
         opt.on_devices(devices)
     kwargs = {"executor": executor, "workers": workers, "address": address}
-    plan = guard_sweep(spec, out, max_hours=max_hours, yes=yes, **kwargs)
+    plan = allow(lambda: guard_sweep(spec, out, max_hours=max_hours, yes=yes, **kwargs))
     try:
         shown_ = on_terminal(progress, as_json)
         summary = run_sweep(plan or spec, out, progress=shown_, devices=devices, **kwargs)
