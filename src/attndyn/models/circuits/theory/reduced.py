@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.integrate import solve_ivp
+
+from attndyn.core import ode
 
 __all__ = [
     "ReducedParams",
@@ -195,7 +196,7 @@ def solve(
     y0 = np.array([p.mu_ov0, p.mu_qk0], dtype=np.float64)
     L0 = float(loss(y0[0], y0[1], p))
     stop = stop_loss if (stop_loss is not None and L0 > stop_loss) else None
-    sol = solve_ivp(
+    sol = ode.solve(
         lambda t, y: rhs(t, y, p),
         (0.0, horizon),
         y0,
@@ -204,9 +205,8 @@ def solve(
         atol=rtol * 1e-4,
         events=_events(event_levels, p, stop),
         dense_output=True,
+        what="reduced flow",
     )
-    if sol.status == -1:
-        raise RuntimeError(f"reduced flow integration failed: {sol.message}")
     t_stop = float(sol.t[-1])
     out = []
     for th in thresholds:

@@ -32,6 +32,7 @@ import numpy as np
 from scipy import integrate, sparse, special
 from scipy.linalg import eigh_tridiagonal
 
+from attndyn.core.ode import ODEError, solve
 from attndyn.errors import InputError
 
 TAIL = 25.0
@@ -155,7 +156,7 @@ def evolve(g: Grid, p0: np.ndarray, times: np.ndarray, rtol: float = 1e-9) -> np
         # a trial step may overflow in the stiff tails (BDF then rejects it and shrinks the
         # step); the result is checked below: finite, and mass kept
         with np.errstate(invalid="ignore", over="ignore"):
-            sol = integrate.solve_ivp(
+            sol = solve(
                 lambda t, p: Q @ p,
                 (0.0, float(times[-1])),
                 p0,
@@ -164,10 +165,11 @@ def evolve(g: Grid, p0: np.ndarray, times: np.ndarray, rtol: float = 1e-9) -> np
                 jac=Q,
                 rtol=rtol,
                 atol=1e-14,
+                what="Fokker–Planck",
             )
-        mass = sol.y.sum(axis=0) if sol.success else np.array([np.nan])
+        mass = sol.y.sum(axis=0)
         if not np.all(np.abs(mass - 1.0) < 1e-6):  # pragma: no cover - BDF on a linear system
-            raise RuntimeError(f"Fokker–Planck integration failed: {sol.message}")
+            raise ODEError(f"Fokker–Planck integration lost mass: {sol.message}")
         out[start:] = sol.y.T
     return out
 

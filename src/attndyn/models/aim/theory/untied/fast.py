@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import jax
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
-from scipy.integrate import solve_ivp
 
+from attndyn.core.ode import solve
 from attndyn.core.roots import jacobian, newton
 from attndyn.models.aim.config import AIMConfig
 from attndyn.models.aim.model import ACTIVATIONS
@@ -60,7 +60,7 @@ class MeanDynamics:
         """Eq. 28: dm_k/dt = −D_k ∂Φ/∂m_k(m, q(0)) at fast times ``times``; (len(times), |𝒦|).
         ``extra(m)`` adds a drift −extra(m) (the finite-d term ψ/√d of Eq. 573)."""
         times = np.asarray(times, np.float64)
-        sol = solve_ivp(
+        sol = solve(
             lambda t, m: self._fast_rhs(m, q1, q2, D_tr, extra),
             (0.0, max(float(times[-1]), 1e-12)),
             np.asarray(m0_tr, np.float64),
@@ -68,6 +68,7 @@ class MeanDynamics:
             t_eval=times,
             rtol=1e-10,
             atol=1e-12,
+            allow_failure=True,  # rows past an early stop are NaN
         )
         out = np.full((len(times), len(self.idx)), np.nan)
         out[: sol.y.shape[1]] = sol.y.T
@@ -87,7 +88,7 @@ class MeanDynamics:
             return np.max(np.abs(self._fast_rhs(m, q1, q2, D_tr, extra))) - 1e-9
 
         event.terminal = True
-        sol = solve_ivp(
+        sol = solve(
             lambda t, m: self._fast_rhs(m, q1, q2, D_tr, extra),
             (0.0, t_max / rate),
             np.asarray(m0_tr, np.float64),
@@ -95,6 +96,7 @@ class MeanDynamics:
             events=event,
             rtol=1e-10,
             atol=1e-12,
+            allow_failure=True,  # Newton polishes from wherever the flow got to
         )
         if extra is None:
             return self.critical_point(q1, q2, sol.y[:, -1])

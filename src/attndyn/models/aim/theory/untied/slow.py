@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
-from attndyn.core.ode import integrate
+from attndyn.core import ode
 from attndyn.models.aim.theory.untied.fast import MeanDynamics
 from attndyn.models.aim.theory.untied.moments import letter_matrices, word_moments
 from attndyn.models.aim.words import canonical, letter_kind, moment_name, transpose_letter
@@ -198,7 +197,7 @@ class UntiedHierarchy:
     def solve(self, mu0, means: MeanDynamics, times, rtol=1e-8, d=None) -> dict[str, np.ndarray]:
         """Integrate from ``mu0`` at slow ``times``; NaN after the solver stops (the truncated
         hierarchy can leave the admissible domain in finite time when γ = 0)."""
-        y = integrate(lambda tau, mu: self.rhs(mu, means, d), mu0, times, rtol=rtol)
+        y = ode.integrate(lambda tau, mu: self.rhs(mu, means, d), mu0, times, rtol=rtol)
         return {name: y[i] for i, name in enumerate(self.names)}
 
 
@@ -279,7 +278,7 @@ class UntiedMatrixFlow:
         def rhs(tau, y):
             return pack(*self.rhs_factors(*unpack(y)))
 
-        sol = solve_ivp(
+        sol = ode.solve(
             rhs,
             (0.0, float(times[-1])),
             pack(U0, V0),
@@ -287,6 +286,7 @@ class UntiedMatrixFlow:
             t_eval=times,
             rtol=rtol,
             atol=rtol * 1e-3,
+            allow_failure=True,  # None after an early stop
         )
         return [unpack(sol.y[:, i]) if i < sol.y.shape[1] else None for i in range(len(times))]
 
