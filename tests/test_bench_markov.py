@@ -23,6 +23,7 @@ SIZES = {
 }
 
 
+@pytest.mark.slow  # 8 CPU s
 def test_quick_benchmark_rows():
     rows = run_markov_benchmark(quick=True, torch_reference=False, log=False, seeds=2, sizes=SIZES)
     assert [r["row"] for r in rows] == ["flow/ros2", "flow/bs3", "adam", "adam"]

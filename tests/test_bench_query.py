@@ -6,11 +6,13 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from attndyn.models.query import model, token_spec
 from attndyn.models.query.bench import bench_config, numpy_gradient, run_query_benchmark
 
 
+@pytest.mark.slow  # 12 CPU s
 def test_quick_benchmark_rows():
     rows = run_query_benchmark(quick=True, log=False, d=16, n_nuisance=300)
     labels = [r["sampler"] for r in rows]

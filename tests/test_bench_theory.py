@@ -21,6 +21,7 @@ def small(monkeypatch):
     monkeypatch.setattr(theory, "bench_config", lambda: original(d=48, t_max=2.0))
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_theory_benchmark_rows(small):
     rows = theory.run_theory_benchmark(quick=True)
     assert [r["name"] for r in rows] == ["hierarchy", "matrix-flow", "simulator"]

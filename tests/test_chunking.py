@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from attndyn import runs
 from attndyn.core.flow import integrate_flow
@@ -45,6 +46,7 @@ class Recorder:
         pass
 
 
+@pytest.mark.slow  # 4 CPU s
 def test_trainer_trajectory_does_not_depend_on_the_chunking():
     """aim (d = 8, 3 seeds, SGD with label noise) on 3 record points: one call per segment,
     chunks of 7 steps and the adaptive default give bitwise-equal observables and parameters
@@ -83,6 +85,7 @@ def _stiff_flow(solver: str):
     return init, grad, obs, gn
 
 
+@pytest.mark.slow  # 30 CPU s
 def test_flow_result_does_not_depend_on_the_chunking():
     """bs3 and ros2 (whose chunks end at a Jacobian refresh) on a stiff quadratic flow: chunks of
     5 steps give the same records and step counts as one call per segment, bitwise."""

@@ -62,6 +62,7 @@ def test_seeds_differ_and_test_set_is_shared():
     np.testing.assert_array_equal(t1, t2)
 
 
+@pytest.mark.slow  # 8 CPU s
 def test_cli_simulate_and_bad_input(tmp_path):
     out = tmp_path / "r"
     args = [sys.executable, "-m", "attndyn", "simulate", "circuits", "--out", str(out)]

@@ -74,7 +74,9 @@ def test_contexts_match_notebook_attention(query_in_common):
     np.testing.assert_allclose(np.asarray(c_c)[np.arange(len(q)), q], count_q / s2, atol=1e-6)
 
 
-@pytest.mark.parametrize("ov", ["collapsed", "factorised"])
+@pytest.mark.parametrize(  # collapsed: 10 CPU s
+    "ov", [pytest.param("collapsed", marks=pytest.mark.slow), "factorised"]
+)
 def test_forward_init_and_gradient(ov):
     """Batch loss equals a NumPy forward; default init U(±1/√50), bias only for collapsed;
     the autodiff gradient matches central finite differences (float64, h = 1e-6)."""
@@ -124,6 +126,7 @@ def test_bias_override():
     assert "b_P" in params
 
 
+@pytest.mark.slow  # 8 CPU s
 def test_stacked_models_are_independent():
     """Training α ∈ {0.2, 0.6} side by side gives, for α = 0.6, the same trajectory as training
     α = 0.6 alone (same batches, same init; float64 round-off only)."""
