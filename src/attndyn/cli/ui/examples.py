@@ -71,6 +71,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     ],
     "bench": [
         ("attndyn bench", "the benchmarks the families declare"),
+        ("attndyn bench --json", "the same list as JSON (name, family, description)"),
         ("attndyn bench --name aim --quick", "a quick run of one"),
     ],
 }
