@@ -42,7 +42,13 @@ def _run(name, sets, tmp_path):
 def test_parameterization_reduced(tmp_path):
     outcome = _run(
         "circuits-parameterization",
-        ['params=["FAFO", "FACO", "CACO"]', "steps=300", "lr=0.3", "seeds=2", "test_size=64"],
+        [
+            'params=["FAFO", "FACO", "CACO"]',
+            "base.t_max=300",
+            "base.lr=0.3",
+            "seeds=2",
+            "base.test_size=64",
+        ],
         tmp_path,
     )
     assert [c["name"] for c in outcome["claims"]] == [
@@ -66,23 +72,26 @@ def test_lr_ratio_reduced(tmp_path):
     outcome = _run(
         "circuits-lr-ratio",
         [
-            "caco_steps=200",
-            "fafo_steps=200",
+            "caco.t_max=200",
+            "fafo.t_max=200",
             "caco_ratios=[1, 2]",
             "fafo_ratios=[1, 5]",
             "seeds=2",
-            "records=4",
-            "test_size=64",
+            "caco.records=4",
+            "fafo.records=4",
+            "caco.test_size=64",
+            "fafo.test_size=64",
             "caco_loss_match=3.0",
             "fafo_loss_match=3.0",
         ],
         tmp_path,
     )
     assert len(outcome["run_ids"]) == 6
+    # in declaration order: each claim for every model in turn
     assert [c["name"] for c in outcome["claims"]] == [
         f"{m}-{c}"
-        for m in ("caco", "fafo")
         for c in ("ratio-monotone", "ratio-effect", "schedule-sharpens")
+        for m in ("caco", "fafo")
     ]
 
 

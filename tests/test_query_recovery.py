@@ -15,12 +15,14 @@ from attndyn.errors import InputError
 
 REDUCED = [
     "seeds=4",
-    "d=12",
-    "n_nuisance=400",
-    "n_informative=20",
-    "steps=60",
-    "weak_steps=60",
-    "weak_n_nuisance=40",
+    "nuisance.d=12",
+    "weak.d=12",
+    "track.d=12",
+    "nuisance.n_nuisance=400",
+    "nuisance.n_informative=20",
+    "nuisance.t_max=60",
+    "weak.t_max=60",
+    "weak.n_nuisance=40",
     "track_seeds=3",
     "track_time=1.0",
     "track_etas=[0.1, 0.05]",
@@ -73,12 +75,16 @@ def test_reduced_preset_runs_and_stores_claims(tmp_path):
 
 def test_presets_validate_and_bad_input():
     exp, small = experiment_config("query-recovery", "small", {})
-    assert small.seeds == 30 and small.n_nuisance == 10_000 and small.weak_theta == 0.25
-    assert small.sampler == "reduced"  # tracking and plateau always use the full sampler
+    assert small.seeds == 30 and small.nuisance.n_nuisance == 10_000
+    assert small.weak.theta == 0.25
+    # the recovery cases use the reduced sampler; tracking and plateau always the full one
+    assert small.nuisance.sampler == small.weak.sampler == "reduced"
+    assert small.track.sampler == "full"
     _, paper = experiment_config("query-recovery", "paper", {})
-    assert paper.sampler == "full" and paper.seeds == 30
+    assert paper.nuisance.sampler == paper.weak.sampler == "full" and paper.seeds == 30
+    assert paper.nuisance.d == paper.weak.d == paper.track.d == 128
     with pytest.raises(InputError, match="sampler"):
-        experiment_config("query-recovery", "small", {"sampler": "fast"})
+        experiment_config("query-recovery", "small", {"nuisance.sampler": "fast"})
     with pytest.raises(InputError, match="track_etas"):
         experiment_config("query-recovery", "small", {"track_etas": [0.05, 0.1]})
     with pytest.raises(InputError, match="cases"):
@@ -105,11 +111,20 @@ def test_cases_declare_their_claims():
 
 def test_seed_offset_reaches_every_case():
     """The weak case runs the ``seeds`` seeds after the nuisance case's; the constant-step runs
-    start at the offset too."""
-    from attndyn.experiments.query.recovery import plateau_values, recovery_values, tracking_values
+    start at the offset too, with ``track_seeds`` seeds."""
+    from attndyn.claims.config import changed
+    from attndyn.experiments.query.recovery import QueryRecovery, _plateau, _tracking
 
-    _, config = experiment_config("query-recovery", "small", {"seed": 7, "seeds": 5})
-    assert recovery_values(config, "nuisance")["seed"] == 7
-    assert recovery_values(config, "weak")["seed"] == 12
-    assert tracking_values(config, 0.1)["seed"] == 7
-    assert plateau_values(config, 0.1)["seed"] == 7
+    runs = []
+
+    class Recorder:  # a RunContext that records what it is asked to simulate
+        def simulate(self, family, base, **changes):
+            runs.append(changed(base, **changes))
+
+    sets = {"seed": 7, "seeds": 5, "cases": ["nuisance", "weak"]}
+    _, config = experiment_config("query-recovery", "small", sets)
+    QueryRecovery().run(config, Recorder())
+    assert [(r["seed"], r["seeds"]) for r in runs] == [(7, 5), (12, 5)]
+    assert config.track.seed == 7
+    for changes in (_tracking(config, 0.1), _plateau(config, 0.1)):
+        assert "seed" not in changes and changes["seeds"] == config.track_seeds

@@ -1,38 +1,12 @@
 """``circuits-lr-ratio`` (arXiv 2608.06776, Fig. 2 faster-QK rows): the learning-rate ratio
 r = η_QK/η_OV sets how sharp attention is at a given loss, for collapsed (CACO) and factorised
 (FAFO) models, and an increasing-r schedule (the QK step multiplied by a linear ramp, base ratio 1)
-also sharpens.
+also sharpens (model, data and readings: docs/circuits.md).
 
-The paper's statement: "when QK learns faster than OV, attention is sharper" at comparable loss.
 Each seed is read at the first time its test loss reaches the model's matched loss
-(``caco_loss_match`` 0.1, ``fafo_loss_match`` 0.01; linear in log loss between records,
-:func:`attndyn.experiments.circuits.readings.at_loss`), as the reduced flow is read at loss
-thresholds (Fig. 4, docs/circuits-theory.md §1). Runs of one model share their seeds (the same
-initialisation and training stream per seed), so differences are taken per seed and their mean
-gets a 95 % Student-t interval. Claims, per model in ``models``
-(docs/claims/circuits-lr-ratio.md):
-
-- ``*-ratio-monotone``: the distinct mass at matched loss strictly increases along the ratios:
-  every consecutive difference's interval lies above 0 (the value shown is the weakest one);
-- ``*-ratio-effect``: mass(largest r) − mass(smallest r) > 0;
-- ``*-schedule-sharpens``: mass(QK ramp ×1→×ramp_end) − mass(constant r = 1) > 0.
-
-Preconditions: every seed of every run reaches its matched loss, and none diverges.
-
-Readings (docs/circuits.md):
-- CACO (PyTorch-default init, as the notebooks' ``Net_CACO``), seq_len 128 as in the notebooks'
-  CACO runs, r ∈ {1, 5, 10}, ramp ×1 → ×10; η_OV·steps = 2000 (the notebooks' 0.01 × 200,000).
-  At seq_len 64 the trend is not monotone: r = 10 learns the query-token shortcut.
-- FAFO (all four matrices eye·1e-6, the CACO_FAFO notebook's init), r ∈ {1, 15, 20, 30, 40},
-  ramp ×1 → ×40, η_OV·steps = 2000 (the notebook's ramp run, 0.01 × 200,000). From eye·1e-6 the
-  QK product (1e-12) leaves its saddle before the matched loss only when QK is fast: for
-  r ≤ 10 the mass at matched loss stays within 5e-4 of the uniform value (a flat step), so those
-  ratios are not listed.
-
-SGD here follows one path in η·steps (docs/circuits.md), so the presets differ only in η_OV:
-paper 0.01 (the notebooks'), small 0.3, tiny 3 (CACO only). Controls: ``swapped-rates``
-(η_QK and η_OV exchanged in every constant-ratio run) and ``decreasing-ramp`` (the QK step ramps
-down ×1 → ×0.1).
+(:func:`attndyn.experiments.circuits.readings.at_loss`), as the reduced flow is read at loss
+thresholds (Fig. 4, docs/circuits-theory.md §1). The claims, controls and presets are declared on
+:class:`CircuitsLRRatio` (docs/claims/circuits-lr-ratio.md is generated from them).
 """
 
 from __future__ import annotations
@@ -43,13 +17,24 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig, RunContext
-from attndyn.claims.stats import mean_ci, worst
+from attndyn.claims import (
+    Base,
+    Check,
+    Control,
+    Evidence,
+    Experiment,
+    ExperimentConfig,
+    RunContext,
+    above,
+    claim,
+    mean_ci,
+    worst,
+)
 from attndyn.experiments.circuits.readings import at_loss
 from attndyn.figures.draw import get_cmap, new_figure, save_figure
+from attndyn.models.circuits.config import CircuitsConfig
 
 MODELS = ("CACO", "FAFO")
-CLAIMS = ("ratio-monotone", "ratio-effect", "schedule-sharpens")
 
 
 def _increasing_with_one(value: list[float]) -> list[float]:
@@ -62,28 +47,45 @@ def _increasing_with_one(value: list[float]) -> list[float]:
 
 
 class Config(ExperimentConfig):
+    caco: CircuitsConfig = Base(
+        CircuitsConfig,
+        "the CACO runs: PyTorch-default init (the notebooks' Net_CACO), seq_len 128 as in the "
+        "notebooks' CACO runs, η_OV·steps = 2000 (the notebooks' 0.01 × 200 000); `ratio` and "
+        "the QK schedule are set per run",
+        param="CACO",
+        lr=0.3,
+        t_max=6_667,
+        seq_len=128,
+        test_size=1024,
+        records=60,
+    )
+    fafo: CircuitsConfig = Base(
+        CircuitsConfig,
+        "the FAFO runs: all four matrices eye·1e-6 (the CACO_FAFO notebook's init), "
+        "η_OV·steps = 2000; `ratio` and the QK schedule are set per run",
+        param="FAFO",
+        init_q="eye",
+        init_k="eye",
+        init_v="eye",
+        init_p="eye",
+        lr=0.3,
+        t_max=6_667,
+        test_size=1024,
+        records=60,
+    )
     models: list[Literal["CACO", "FAFO"]] = Field(
         ["CACO", "FAFO"], min_length=1, description="models whose claims are made: CACO, FAFO"
     )
     caco_ratios: list[float] = Field([1.0, 5.0, 10.0], min_length=2, description="r for CACO")
-    caco_lr: float = Field(0.3, gt=0, description="η_OV for CACO")
-    caco_steps: int = Field(6_667, ge=1)
-    caco_seq_len: int = Field(128, ge=3)
     caco_ramp_end: float = Field(10.0, gt=0, description="QK multiplier ramp 1 → this (CACO)")
+    caco_loss_match: float = Field(0.1, gt=0, description="test loss where CACO runs compare")
     fafo_ratios: list[float] = Field(
         [1.0, 15.0, 20.0, 30.0, 40.0], min_length=2, description="r for FAFO"
     )
-    fafo_lr: float = Field(0.3, gt=0, description="η_OV for FAFO")
-    fafo_steps: int = Field(6_667, ge=1)
-    fafo_seq_len: int = Field(64, ge=3)
     fafo_ramp_end: float = Field(40.0, gt=0, description="QK multiplier ramp 1 → this (FAFO)")
-    seeds: int = Field(5, ge=1)
-    seed: int = Field(1234, ge=0, description="seed offset (the notebooks use 1234, …)")
-    batch: int = Field(32, ge=1)
-    test_size: int = Field(1024, ge=1)
-    records: int = Field(60, ge=4)
-    caco_loss_match: float = Field(0.1, gt=0, description="test loss where CACO runs compare")
     fafo_loss_match: float = Field(0.01, gt=0, description="test loss where FAFO runs compare")
+    seeds: int = Field(5, ge=2)
+    seed: int = Field(1234, ge=0, description="seed offset (the notebooks use 1234, …)")
     swap_rates: bool = Field(
         False, description="control: η_QK and η_OV exchanged (η_QK = lr, η_OV = r·lr)"
     )
@@ -100,40 +102,17 @@ class Config(ExperimentConfig):
     def _ratios(cls, value: list[float]) -> list[float]:
         return _increasing_with_one(value)
 
+    def of(self, model: str, field: str) -> Any:
+        """The experiment's ``caco_<field>`` or ``fafo_<field>``, or the model's base config
+        (``field`` "base")."""
+        prefix = model.lower()
+        return getattr(self, prefix) if field == "base" else getattr(self, f"{prefix}_{field}")
+
 
 def mass_at_loss(traj, loss_level: float, name: str = "attn_distinct") -> float:
     """Seed mean of :func:`~attndyn.experiments.circuits.readings.at_loss` (NaN if a seed never
     reaches ``loss_level``)."""
     return float(np.mean(at_loss(traj, loss_level, name)))
-
-
-def _settings(config: Config, model: str) -> dict[str, Any]:
-    if model == "CACO":
-        return dict(
-            param="CACO", lr=config.caco_lr, t_max=config.caco_steps, seq_len=config.caco_seq_len
-        )
-    return dict(
-        param="FAFO",
-        lr=config.fafo_lr,
-        t_max=config.fafo_steps,
-        seq_len=config.fafo_seq_len,
-        init_q="eye",
-        init_k="eye",
-        init_v="eye",
-        init_p="eye",
-    )
-
-
-def _ratios(config: Config, model: str) -> list[float]:
-    return config.caco_ratios if model == "CACO" else config.fafo_ratios
-
-
-def _loss_match(config: Config, model: str) -> float:
-    return config.caco_loss_match if model == "CACO" else config.fafo_loss_match
-
-
-def _ramp_end(config: Config, model: str) -> float:
-    return config.caco_ramp_end if model == "CACO" else config.fafo_ramp_end
 
 
 def _rates(config: Config, lr: float, r: float) -> dict[str, float]:
@@ -151,71 +130,130 @@ class CircuitsLRRatio(Experiment):
     presets = {
         "tiny": {
             "models": ["CACO"],
-            "caco_lr": 3.0,
-            "caco_steps": 667,
+            "caco.lr": 3.0,
+            "caco.t_max": 667,
             "seeds": 3,
-            "test_size": 256,
-            "records": 20,
+            "caco.test_size": 256,
+            "caco.records": 20,
         },
         "small": {},
         "paper": {
             "caco_ratios": [1.0, 2.0, 3.0, 4.0, 5.0, 10.0],
-            "caco_lr": 0.01,
-            "caco_steps": 200_000,
-            "fafo_lr": 0.01,
-            "fafo_steps": 200_000,
+            "caco.lr": 0.01,
+            "caco.t_max": 200_000,
+            "fafo.lr": 0.01,
+            "fafo.t_max": 200_000,
             "seeds": 5,
-            "test_size": 6400,
+            "caco.test_size": 6400,
+            "fafo.test_size": 6400,
         },
+    }
+    preset_notes = {
+        "tiny": "CACO only, η_OV = 3, 667 steps, r ∈ {1, 5, 10} and the ramp, 3 seeds, 256 test "
+        "sequences, 20 records. FAFO is left out: its five ratios and ramp would double the "
+        "compilations; it is covered by the small preset (slow tests).",
+        "small": "both models, η_OV = 0.3, 6667 steps, 5 seeds, 1024 test sequences.",
+        "paper": "η_OV = 0.01, 200 000 steps (the notebooks'), CACO r ∈ {1, 2, 3, 4, 5, 10}, 5 "
+        "seeds, 6400 test sequences. The FAFO part (`--set 'models=[\"FAFO\"]'`) ran in 655 s "
+        "niced and passed.",
     }
     controls = {
         "swapped-rates": Control(
             {"swap_rates": True},
-            ("caco-ratio-monotone", "caco-ratio-effect"),
             "η_QK and η_OV exchanged (OV learns r times faster than QK): the paper's mechanism "
             "then makes attention more diffuse, not sharper, as r grows",
         ),
         "decreasing-ramp": Control(
             {"caco_ramp_end": 0.1, "fafo_ramp_end": 0.025},
-            ("caco-schedule-sharpens",),
             "the QK step ramps down (×1 → ×0.1) instead of up: QK slows relative to OV",
         ),
     }
+    claims = (
+        claim(
+            "{}-ratio-monotone",
+            "{}: the mean distinct-token attention mass at matched loss increases strictly along "
+            "the ratios r",
+            statistic="per seed, mass at the matched loss (`caco_loss_match`, "
+            "`fafo_loss_match`; linear in log loss between records); every consecutive "
+            "difference mass(r_{k+1}) − mass(r_k), paired by seed, Student-t 95 % CI; value: the "
+            "one with the lowest interval end",
+            target=above(0.0),
+            reason="the paper: larger r, sharper attention at comparable loss (the reduced "
+            "flow's α increases strictly with r at every loss threshold, `circuits-ode`); a flat "
+            "step fails (its interval is [0, 0])",
+            controls={"swapped-rates": ("caco",)},
+            over="models",
+            key=str.lower,
+        ),
+        claim(
+            "{}-ratio-effect",
+            "{}: attention at matched loss is sharper at the largest r than at the smallest",
+            statistic="mass(largest r) − mass(smallest r) at the matched loss, paired by seed; "
+            "seed mean (Student-t 95 % CI)",
+            target=above(0.0),
+            reason="the same statement across the whole range",
+            controls={"swapped-rates": ("caco",)},
+            over="models",
+            key=str.lower,
+        ),
+        claim(
+            "{}-schedule-sharpens",
+            "{}: a QK step that grows (linear ramp ×1 → ×`*_ramp_end`, base r = 1) sharpens "
+            "attention at matched loss",
+            statistic="mass(QK ramp) − mass(constant r = 1) at the matched loss, paired by seed; "
+            "seed mean (Student-t 95 % CI)",
+            target=above(0.0),
+            reason='the notebook\'s "increasing learning rate" runs: a QK step that grows sharpens',
+            controls={"decreasing-ramp": ("caco",)},
+            over="models",
+            key=str.lower,
+        ),
+    )
+    notes = """\
+**Statement (paper abstract; the authors' CACO_FAFO notebook).** "When QK learns faster than OV,
+attention is sharper": the ratio r = η_QK/η_OV governs attention concentration at comparable
+predictive performance, and an increasing-r schedule also sharpens. The notebook runs CACO at
+r = 5 (η_QK 0.05, η_OV 0.01; seq_len 128, 200 000 steps) and a QK ramp ×1 → ×10, FAFO (all four
+matrices eye·1e-6) at r = 20 and a ramp ×1 → ×40.
 
-    def claim_names(self, config: Config) -> list[str]:
-        return [f"{m.lower()}-{c}" for m in config.models for c in CLAIMS]
+Runs of one model use the same seeds (seed s: the same initialisation and training stream in
+every run), so every comparison is the seed mean of a per-seed difference (paired design).
+Preconditions (unmet → invalid): every seed of every run of the model reaches its matched loss,
+and no seed diverges. `caco_ratios` and `fafo_ratios` must increase strictly and contain 1.
+
+Choice of the FAFO ratios: from the all-eye·1e-6 init the QK product is 1e-12 and leaves its
+saddle before the matched loss only when QK is fast (mass at loss 0.01, small preset: 0.3489, the
+uniform value, at r = 1; 0.3494 at r = 10; 0.445 at r = 15), so r = 5, 10 would be flat steps;
+the claims use r ∈ {1, 15, 20, 30, 40} (20: the notebook's; 40: its ramp's end). At seq_len 64
+CACO is not monotone (r = 10 learns the query-token shortcut, docs/circuits.md), so CACO runs at
+the notebooks' seq_len 128.
+
+SGD here follows one path in η·steps (docs/circuits.md), so every preset runs η_OV·steps = 2000
+(which also sets the ramps' slope). At the small preset `swapped-rates` would put η_OV up to
+40 × 0.3 = 12 on FAFO, which diverges: the control names CACO claims only.
+"""
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        base = dict(
-            seeds=config.seeds,
-            seed=config.seed,
-            batch=config.batch,
-            test_size=config.test_size,
-            records=config.records,
-        )
         sims: dict[tuple[str, str], Any] = {}
         for model in config.models:
-            settings = _settings(config, model)
-            lr = settings.pop("lr")
-            for r in _ratios(config, model):
+            base = config.of(model, "base")
+            for r in config.of(model, "ratios"):
                 sims[(model, f"r={r:g}")] = ctx.simulate(
-                    "circuits", **_rates(config, lr, r), **settings, **base
+                    "circuits", base, **_rates(config, base.lr, r)
                 )
             sims[(model, "ramp")] = ctx.simulate(
                 "circuits",
-                lr=lr,
+                base,
                 ratio=1.0,
                 qk_schedule="linear",
                 qk_ramp_start=1.0,
-                qk_ramp_end=_ramp_end(config, model),
-                **settings,
-                **base,
+                qk_ramp_end=config.of(model, "ramp_end"),
             )
         return {"sims": sims}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         sims = results["sims"]
-        per_seed = {k: at_loss(v, _loss_match(config, k[0])) for k, v in sims.items()}
+        per_seed = {k: at_loss(v, config.of(k[0], "loss_match")) for k, v in sims.items()}
         rows = [
             {
                 "model": model,
@@ -231,7 +269,7 @@ class CircuitsLRRatio(Experiment):
         ]
         models = {}
         for model in config.models:
-            names = [f"r={r:g}" for r in _ratios(config, model)]
+            names = [f"r={r:g}" for r in config.of(model, "ratios")]
             seq = [per_seed[(model, n)] for n in names]
             models[model] = {
                 "steps": {
@@ -241,7 +279,7 @@ class CircuitsLRRatio(Experiment):
                 "effect": (seq[-1] - seq[0]).tolist(),
                 "schedule_effect": (per_seed[(model, "ramp")] - per_seed[(model, "r=1")]).tolist(),
             }
-        loss_match = {model: _loss_match(config, model) for model in config.models}
+        loss_match = {model: config.of(model, "loss_match") for model in config.models}
         return {"loss_match": loss_match, "models": models, "runs": rows}
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
@@ -263,38 +301,25 @@ class CircuitsLRRatio(Experiment):
             )
         return checks
 
-    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
-        out = []
+    def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for model in config.models:
             x = m["models"][model]
-            level = m["loss_match"][model]
-            ratios = _ratios(config, model)
-            shown = ", ".join(f"{r:g}" for r in ratios)
+            ratios = ", ".join(f"{r:g}" for r in config.of(model, "ratios"))
             steps = {k: mean_ci(v) for k, v in x["steps"].items()}
             weakest = worst(steps, "low")
-            out += [
-                Claim.above(
-                    f"{model.lower()}-ratio-monotone",
-                    f"{model}: mean distinct mass at test loss {level:g} along r = {shown}; "
-                    f"weakest consecutive increase ({weakest}, paired by seed)",
-                    steps[weakest],
-                    0.0,
-                ),
-                Claim.above(
-                    f"{model.lower()}-ratio-effect",
-                    f"{model}: mass at loss {level:g}, r = {ratios[-1]:g} minus r = {ratios[0]:g} "
-                    "(paired by seed)",
-                    mean_ci(x["effect"]),
-                    0.0,
-                ),
-                Claim.above(
-                    f"{model.lower()}-schedule-sharpens",
-                    f"{model}: mass at loss {level:g}, QK ramp ×1→×{_ramp_end(config, model):g} "
-                    "minus constant r = 1 (paired by seed)",
-                    mean_ci(x["schedule_effect"]),
-                    0.0,
-                ),
-            ]
+            at = f"at test loss {m['loss_match'][model]:g}"
+            key = model.lower()
+            out[f"{key}-ratio-monotone"] = Evidence(
+                steps[weakest], detail=f"{at}, r = {ratios}; weakest step {weakest}"
+            )
+            out[f"{key}-ratio-effect"] = Evidence(
+                mean_ci(x["effect"]), detail=f"{at}, r = {ratios}"
+            )
+            out[f"{key}-schedule-sharpens"] = Evidence(
+                mean_ci(x["schedule_effect"]),
+                detail=f"{at}, ramp ×1→×{config.of(model, 'ramp_end'):g}",
+            )
         return out
 
     def figure(
@@ -305,17 +330,17 @@ class CircuitsLRRatio(Experiment):
         models = config.models
         fig, axes = new_figure(1, len(models), figsize=(5 * len(models), 3.8), squeeze=False)
         for ax, model in zip(axes[0], models, strict=True):
-            runs = [f"r={r:g}" for r in _ratios(config, model)] + ["ramp"]
+            runs = [f"r={r:g}" for r in config.of(model, "ratios")] + ["ramp"]
             cmap = get_cmap("viridis")
             for i, run in enumerate(runs):
                 traj = sims[(model, run)]
                 loss = traj["loss"].mean("seed").values
                 mass = traj["attn_distinct"].mean("seed").values
                 colour = "C3" if run == "ramp" else cmap(i / max(len(runs) - 2, 1))
-                label = f"ramp ×1→×{_ramp_end(config, model):g}" if run == "ramp" else run
+                label = f"ramp ×1→×{config.of(model, 'ramp_end'):g}" if run == "ramp" else run
                 style = "--" if i == 0 else "-"  # r = 1 can coincide with the next ratio
                 ax.plot(loss, mass, color=colour, lw=1.8, ls=style, label=label, zorder=3 - i / 10)
-            ax.axvline(_loss_match(config, model), color="0.6", lw=0.8, ls="--")
+            ax.axvline(config.of(model, "loss_match"), color="0.6", lw=0.8, ls="--")
             ax.set_xscale("log")
             ax.invert_xaxis()
             ax.set_xlabel("test loss (decreasing →)")

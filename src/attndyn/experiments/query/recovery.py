@@ -2,68 +2,11 @@
 docs/query-theory.md): a single softmax-attention query learned by projected stochastic gradient
 ascent on ‖a(q; X)‖² recovers the latent signal direction up to its sign, against many nuisance
 tokens and at weak signal, and the SGA iterates follow the limiting ODE ṁ = (1 − m²)Φ'(m)
-(docs/query-theory.md §2, ODE-S).
+(docs/query-theory.md §2, ODE-S); with a constant step they plateau at the Robbins–Monro residual
+1 − |m| ≈ η E‖P_⊥ĝ‖²/(4Φ'(1)) (:mod:`attndyn.models.query.theory.plateau`).
 
-The paper's body was not available. Its abstract-level summary reports a "mean final alignment of
-0.9965 across 30 runs, even when facing 10000 nuisance tokens or weak signal strengths like
-θ = 0.25" (d, n_I, budget and step sizes unknown). The claims below are the qualitative form of
-that statement; the value 0.9965 is not asserted.
-
-Conventions (docs/query-theory.md §5): noise N(0, I_d/d) (``noise_scaling=inv_d``, tokens of norm
-≈ √(θ² + 1)), β = 6, ξ a sign per sequence, query on the unit sphere, random initial queries
-(uniform on the sphere, |m₀| ~ 1/√d). With σ² = 1 instead, the score noise of each token is β
-while its signal is βθ, and θ = 0.25 could not stand out against 10⁴ nuisance tokens at all
-(the largest nuisance score is ≈ 4.3β). β = 6 balances a fast escape from the equator (Φ''(0))
-against the gradient noise at the pole (which sets the Robbins–Monro residual
-1 − |m| ≈ η_k E‖P_⊥ĝ‖²/(4Φ'(1)), :mod:`attndyn.models.query.theory.plateau`).
-
-Cases (``cases`` selects them; random initial queries, Robbins–Monro η_k = η₀ k₀/(k + k₀)):
-- ``nuisance``: n_N = 10 000, n_I = 200 (2 % informative), θ = 1, seeds ``seed … seed+seeds−1``;
-- ``weak``: θ = 0.25, n_I = 20, n_N = 200, the next ``seeds`` seeds;
-- ``tracking``: n_I = 20, n_N = 200, θ = 1, m₀ = 0.2 for every seed, constant steps
-  η ∈ ``track_etas`` up to ODE time ``track_time``; the ODE solution m(t) of the fitted Φ;
-- ``plateau``: the same law, constant steps ``plateau_etas`` from m₀ = 0.9 for ``plateau_time``.
-
-Claims (each over seeds with a 95 % interval, docs/claims.md; targets and their reasons in
-docs/claims/query-recovery.md):
-- ``nuisance-recovery``: seed mean of the final |m| (Student-t interval) ≥ ``target`` (0.99);
-- ``weak-recovery``: the same for ``weak``;
-- ``sign-split`` (with either recovery case): the final signs of the recovery seeds (pooled,
-  2·seeds independent initial queries when both run) are consistent with 50/50: two-sided exact
-  binomial p > ``split_p`` (0.01);
-- ``ode-tracking``: the exponent p of sup_t |m̄_k − m(t_k)| ∝ η^p (m̄ the seed-mean trajectory,
-  t ≤ track_time), least squares over ``track_etas``, percentile-bootstrap interval resampling
-  seed trajectories within each η, ≥ 1/4 (midway between 0, a gap that does not shrink, and 1/2,
-  the slowest rate of a correct ODE: fluctuations O(η^{1/2}), bias O(η));
-- ``constant-plateau``: with a constant step, 1 − |m| averaged over the second half of the run is
-  > 0 at every η (Student-t interval) and the ratio smallest-η/largest-η gap (bootstrap) ≤
-  √(η_min/η_max), the geometric midpoint between ∝ η (the leading order) and η-independent;
-- ``plateau-theory``: the measured plateau gap at the smallest η over the prediction
-  η E‖P_⊥ĝ‖²/(4Φ'(1)) (E‖P_⊥ĝ‖² measured at q = u from the simulator's gradient, Φ'(1) from
-  the theory) within [1/``plateau_band``, ``plateau_band``] (the plateau's Student-t interval
-  over the prediction).
-
-Precondition: no seed of any run diverged (else the outcome is invalid).
-
-Negative controls: ``ode-time-x2`` (``theory_time_factor=2``): the ODE compared at twice the
-SGA's time (a wrong time unit), so the gap no longer shrinks with η and ``ode-tracking`` fails;
-``no-signal`` (θ = 10⁻⁶ in both recovery cases): no token carries the latent direction, so
-``nuisance-recovery`` (and ``weak-recovery`` where it runs) fails; ``init-leak``
-(``init_overlap=0.2``, the nuisance case only): every recovery seed starts on the +u side, so the
-final signs are all +u and ``sign-split`` fails.
-
-Samplers: the ``nuisance`` and ``weak`` runs use ``sampler`` (default ``reduced``: the exact
-O(n)-scalar sampler of the (α, b) chain, docs/query-reduced-sampler.md); ``tracking`` and
-``plateau`` always use the full d-dimensional sampler, so every claim about the ODE is tested on
-the full simulator.
-
-Presets: ``tiny`` runs only the nuisance case (n_N = 5000, n_I = 100, 8 seeds, full sampler)
-and the tracking case at two steps (docs/claims/query-recovery.md); ``small`` as above (30 seeds
-per recovery case, 32 per tracking and plateau step); ``paper``: d = 128, the full sampler for
-every case, 1000 steps for the nuisance case, the weak case 8000 steps × batch 4 with η₀ = 4,
-k₀ = 100 (at d = 128 the weak landscape is flatter), η down to 0.00625, 16384 Monte Carlo draws,
-the ODE overlaid on the recovery cases. Theory constants at each law, measured values and timings:
-docs/experiments.md.
+The claims, controls and presets are declared on :class:`QueryRecovery`
+(docs/claims/query-recovery.md is generated from them).
 """
 
 from __future__ import annotations
@@ -75,67 +18,95 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.claims.base import (
+from attndyn.claims import (
+    Base,
     Check,
-    Claim,
     Control,
+    Evidence,
     Experiment,
     ExperimentConfig,
     RunContext,
+    above,
+    at_least,
+    at_most,
+    between,
+    bootstrap_ci,
+    claim,
+    mean_ci,
+    measured,
+    variant,
 )
-from attndyn.claims.stats import bootstrap_ci, mean_ci
 from attndyn.core.serial import json_safe
 from attndyn.figures.draw import new_figure, save_figure
+from attndyn.models.query.config import QueryConfig
 
 # the exponent of the SGA–ODE gap ∝ η^p that ``ode-tracking`` requires: midway between 0 (a gap
 # that does not shrink: a wrong ODE) and 1/2 (the diffusion scale of SGA about its ODE limit)
 TRACK_EXPONENT = 0.25
 RECOVERY = ("nuisance", "weak")
+# docs/query-theory.md §5: noise N(0, I_d/d), β = 6, ξ a sign per sequence, d = 32
+CONVENTIONS = dict(
+    d=32, beta=6.0, noise_scaling="inv_d", sign_mode="sequence", dtype="float32", eval_samples=0
+)
+ROBBINS_MONRO = dict(schedule="robbins-monro", gamma=1.0, sampler="reduced", records=40, grid="log")
 
 
 class Config(ExperimentConfig):
-    seeds: int = Field(30, ge=2, description="seeds of the recovery cases")
-    d: int = Field(32, ge=3, description="token dimension")
-    beta: float = Field(6.0, gt=0, description="softmax inverse temperature (effective)")
-    noise_scaling: Literal["unit", "inv_d"] = Field("inv_d", description="z ~ N(0, I/d)")
-    sign_mode: Literal["sequence", "token"] = Field("sequence", description="ξ per sequence")
-    sampler: Literal["full", "reduced"] = Field(
-        "reduced", description="sampler of the nuisance and weak cases"
+    nuisance: QueryConfig = Base(
+        QueryConfig,
+        "the nuisance case: n_N = 10 000, n_I = 200 (2 % informative), θ = 1, Robbins–Monro "
+        "η_k = η₀ k₀/(k + k₀) for 500 steps, random initial queries, seeds seed … seed+seeds−1",
+        **CONVENTIONS,
+        **ROBBINS_MONRO,
+        n_informative=200,
+        n_nuisance=10_000,
+        theta=1.0,
+        t_max=500,
+        eta0=2.0,
+        k0=20.0,
+        batch=1,
     )
-    dtype: Literal["float32", "float64"] = Field("float32", description="simulation precision")
-    # nuisance case
-    n_nuisance: int = Field(10_000, ge=1, description="nuisance tokens (nuisance case)")
-    n_informative: int = Field(200, ge=1, description="informative tokens (nuisance case)")
-    theta: float = Field(1.0, gt=0, description="signal strength (nuisance case)")
-    steps: int = Field(500, ge=10, description="SGA steps (nuisance case)")
-    eta0: float = Field(2.0, gt=0, description="first step (nuisance case)")
-    k0: float = Field(20.0, gt=0, description="Robbins–Monro offset (nuisance case)")
-    batch: int = Field(1, ge=1, description="batch (nuisance case)")
-    # weak case
-    weak_theta: float = Field(0.25, gt=0, description="signal strength (weak case)")
-    weak_n_informative: int = Field(20, ge=1)
-    weak_n_nuisance: int = Field(200, ge=1)
-    weak_steps: int = Field(2000, ge=10)
-    weak_eta0: float = Field(2.0, gt=0)
-    weak_k0: float = Field(50.0, gt=0)
-    weak_batch: int = Field(4, ge=1)
-    # tracking and plateau (full sampler)
-    track_n_informative: int = Field(20, ge=1)
-    track_n_nuisance: int = Field(200, ge=1)
-    track_theta: float = Field(1.0, gt=0)
+    weak: QueryConfig = Base(
+        QueryConfig,
+        "the weak case: θ = 0.25, n_I = 20, n_N = 200, 2000 steps × batch 4, the next `seeds` "
+        "seeds (seed+seeds …)",
+        **CONVENTIONS,
+        **ROBBINS_MONRO,
+        n_informative=20,
+        n_nuisance=200,
+        theta=0.25,
+        t_max=2000,
+        eta0=2.0,
+        k0=50.0,
+        batch=4,
+    )
+    track: QueryConfig = Base(
+        QueryConfig,
+        "the tracking law (n_I = 20, n_N = 200, θ = 1, full sampler) at constant steps from "
+        "m₀ = init_overlap for every seed; η, the number of steps and the seeds (`track_seeds`) "
+        "are set per run, and the plateau runs change m₀ and the records",
+        **CONVENTIONS,
+        n_informative=20,
+        n_nuisance=200,
+        theta=1.0,
+        schedule="constant",
+        batch=1,
+        init_overlap=0.2,
+        sampler="full",
+        records=25,
+        grid="linear",
+    )
+    seeds: int = Field(30, ge=2, description="seeds of the recovery cases")
     track_seeds: int = Field(32, ge=2, description="seeds per constant step")
-    track_init: float = Field(0.2, gt=0, lt=1, description="m₀ of every tracking seed")
     track_time: float = Field(6.0, gt=0, description="ODE-time horizon of the tracking runs")
     track_etas: list[float] = Field(
         [0.1, 0.05, 0.025, 0.0125], min_length=2, description="decreasing"
     )
-    track_records: int = Field(25, ge=4)
     plateau_etas: list[float] = Field([0.2, 0.05], min_length=2, description="decreasing")
     plateau_time: float = Field(30.0, gt=0, description="ODE time of the plateau runs")
-    plateau_init: float = Field(0.9, gt=0, le=1)
+    plateau_init: float = Field(0.9, gt=0, le=1, description="m₀ of the plateau runs")
     mc_samples: int = Field(4096, ge=64, description="Monte Carlo draws of Φ")
     grad_samples: int = Field(2048, ge=64, description="draws of E‖P_⊥ĝ‖² at q = u")
-    # what runs, and the claims' thresholds (docs/claims/query-recovery.md)
     cases: list[Literal["nuisance", "weak", "tracking", "plateau"]] = Field(
         ["nuisance", "weak", "tracking", "plateau"],
         min_length=1,
@@ -148,12 +119,6 @@ class Config(ExperimentConfig):
     theory_time_factor: float = Field(
         1.0, gt=0, description="negative control: the ODE read at this multiple of SGA's time"
     )
-    init_overlap: float | None = Field(
-        None,
-        gt=0,
-        lt=1,
-        description="negative control: every recovery seed starts at m₀ = this (None: uniform)",
-    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Config:
@@ -163,89 +128,28 @@ class Config(ExperimentConfig):
                 raise ValueError(f"'{name}' must decrease strictly (got {e})")
         if len(set(self.cases)) != len(self.cases):
             raise ValueError(f"'cases' repeats a case (got {self.cases})")
+        if not 0 < (self.track.init_overlap or 0) < 1:
+            raise ValueError("track.init_overlap: the tracking runs need m₀ in (0, 1)")
         return self
 
 
-def _common(config: Config) -> dict[str, Any]:
-    return dict(
-        d=config.d,
-        beta=config.beta,
-        noise_scaling=config.noise_scaling,
-        sign_mode=config.sign_mode,
-        dtype=config.dtype,
-        eval_samples=0,
+def _constant_step(config: Config, eta: float, time: float, **changes: Any) -> dict[str, Any]:
+    """Changes of ``config.track`` for its runs at a constant step η up to ODE time ``time``."""
+    return dict(seeds=config.track_seeds, t_max=int(round(time / eta)), eta0=eta, **changes)
+
+
+def _tracking(config: Config, eta: float) -> dict[str, Any]:
+    return _constant_step(config, eta, config.track_time)
+
+
+def _plateau(config: Config, eta: float) -> dict[str, Any]:
+    return _constant_step(
+        config, eta, config.plateau_time, init_overlap=config.plateau_init, records=41
     )
 
 
-def recovery_values(config: Config, case: str) -> dict[str, Any]:
-    """Simulator config of the ``nuisance`` or ``weak`` case."""
-    if case == "nuisance":
-        law = dict(
-            n_informative=config.n_informative, n_nuisance=config.n_nuisance, theta=config.theta
-        )
-        run = dict(t_max=config.steps, eta0=config.eta0, k0=config.k0, batch=config.batch)
-    else:
-        law = dict(
-            n_informative=config.weak_n_informative,
-            n_nuisance=config.weak_n_nuisance,
-            theta=config.weak_theta,
-        )
-        run = dict(
-            t_max=config.weak_steps,
-            eta0=config.weak_eta0,
-            k0=config.weak_k0,
-            batch=config.weak_batch,
-        )
-    return dict(
-        _common(config),
-        **law,
-        **run,
-        seeds=config.seeds,
-        seed=config.seed if case == "nuisance" else config.seed + config.seeds,
-        schedule="robbins-monro",
-        gamma=1.0,
-        sampler=config.sampler,
-        records=40,
-        grid="log",
-    ) | ({} if config.init_overlap is None else {"init_overlap": config.init_overlap})
-
-
-def _track_law(config: Config) -> dict[str, Any]:
-    return dict(
-        n_informative=config.track_n_informative,
-        n_nuisance=config.track_n_nuisance,
-        theta=config.track_theta,
-    )
-
-
-def _constant_step_values(
-    config: Config, eta: float, time: float, init: float, records: int
-) -> dict[str, Any]:
-    """Full-sampler runs of the tracking law at a constant step η up to ODE time ``time``."""
-    return dict(
-        _common(config),
-        **_track_law(config),
-        seeds=config.track_seeds,
-        seed=config.seed,
-        t_max=int(round(time / eta)),
-        schedule="constant",
-        eta0=eta,
-        batch=1,
-        init_overlap=init,
-        sampler="full",
-        records=records,
-        grid="linear",
-    )
-
-
-def tracking_values(config: Config, eta: float) -> dict[str, Any]:
-    return _constant_step_values(
-        config, eta, config.track_time, config.track_init, config.track_records
-    )
-
-
-def plateau_values(config: Config, eta: float) -> dict[str, Any]:
-    return _constant_step_values(config, eta, config.plateau_time, config.plateau_init, 41)
+def _recovery_cases(config: Config) -> list[str]:
+    return [case for case in RECOVERY if case in config.cases]
 
 
 class QueryRecovery(Experiment):
@@ -259,100 +163,191 @@ class QueryRecovery(Experiment):
         "tiny": {
             "cases": ["nuisance", "tracking"],
             "seeds": 8,
-            "n_nuisance": 5000,
-            "n_informative": 100,
-            "sampler": "full",
+            "nuisance.n_nuisance": 5000,
+            "nuisance.n_informative": 100,
+            "nuisance.sampler": "full",
             "track_etas": [0.1, 0.0125],
             "mc_samples": 1024,
         },
         "small": {},
         "paper": {
-            "d": 128,
-            "sampler": "full",
-            "dtype": "float32",
-            "steps": 1000,
-            "weak_steps": 8000,
-            "weak_eta0": 4.0,
-            "weak_k0": 100.0,
+            **{f"{case}.d": 128 for case in ("nuisance", "weak", "track")},
+            "nuisance.sampler": "full",
+            "weak.sampler": "full",
+            "nuisance.t_max": 1000,
+            "weak.t_max": 8000,
+            "weak.eta0": 4.0,
+            "weak.k0": 100.0,
             "track_etas": [0.1, 0.05, 0.025, 0.0125, 0.00625],
             "plateau_etas": [0.2, 0.1, 0.05],
             "mc_samples": 16384,
             "theory_all": True,
         },
     }
+    preset_notes = {
+        "tiny": "the nuisance case at n_N = 5000, n_I = 100, 8 seeds, full sampler, and tracking "
+        "at η = 0.1, 0.0125 with 32 seeds; 1024 Monte Carlo draws of Φ. It claims "
+        "`nuisance-recovery` (at 5000, not 10⁴, nuisance tokens), `sign-split` (8 seeds: a weak "
+        "test) and `ode-tracking`; it cannot test the weak case (its escape from the equator is "
+        "~50× slower) or the plateau law.",
+        "small": "every case, n_N = 10⁴ (reduced sampler), 30 seeds per recovery case, tracking "
+        "at four η and plateau at η = 0.2, 0.05 with 32 seeds each.",
+        "paper": "d = 128, the full sampler for every case, 1000 steps for the nuisance case, the "
+        "weak case 8000 steps × batch 4 with η₀ = 4, k₀ = 100 (at d = 128 the weak landscape is "
+        "flatter), tracking at five η down to 0.00625, plateau at three η, 16384 Monte Carlo "
+        "draws, the ODE overlaid on the recovery cases.",
+    }
     controls = {
         "ode-time-x2": Control(
             {"theory_time_factor": 2.0},
-            ("ode-tracking",),
             "the ODE read at twice the SGA's time t = Σ η_k (a wrong time unit): the gap tends "
             "to sup |m(t) − m(2t)| > 0 instead of shrinking with η",
         ),
         "no-signal": Control(
-            {"theta": 1e-6, "weak_theta": 1e-6},
-            ("nuisance-recovery",),
+            {"nuisance.theta": 1e-6, "weak.theta": 1e-6},
             "the informative tokens carry no signal (θ = 10⁻⁶ in both recovery cases: every "
             "token is a nuisance): |m| stays at its random level, so recovery must fail; the "
             "claim cannot be met by the projection or the step schedule alone",
         ),
         "init-leak": Control(
-            {"init_overlap": 0.2, "cases": ["nuisance"]},
-            ("sign-split",),
+            {"nuisance.init_overlap": 0.2, "weak.init_overlap": 0.2, "cases": ["nuisance"]},
             "every recovery seed starts at m₀ = +0.2 (a typical random |m₀| ~ 1/√d, but the "
             "latent sign leaked into the initial query): m = 0 is a fixed point of the even "
             "flow, so the final sign is the initial one and the split is not 50/50",
         ),
     }
+    claims = (
+        claim(
+            "{}-recovery",
+            "{} case: SGA recovers the latent direction up to its sign",
+            statistic="seed mean of the final |m| (Student-t 95 % CI)",
+            target=at_least("target"),
+            reason="the paper's 0.9965 read to its two leading nines: the residual 1 − |m| at "
+            "the end of a Robbins–Monro run is ≈ η_K E‖P_⊥ĝ‖²/(4Φ'(1)) (the plateau law at the "
+            "final step), which depends on the budget and steps the abstract does not give, so "
+            "the third digit is not claimed",
+            controls={"no-signal": ("nuisance",)},
+            over=_recovery_cases,
+        ),
+        claim(
+            "sign-split",
+            "the final signs (+u vs −u) of the recovery seeds are consistent with 50/50",
+            statistic="two-sided exact binomial p of the final signs, recovery seeds pooled "
+            "(2·seeds independent initial queries when both cases run)",
+            target=above("split_p"),
+            reason='recovery is "up to sign": the objective is even in m, so with uniform '
+            "initial queries each sign is equally likely; p > 0.01 is a 1 %-level test of 50/50",
+            controls=("init-leak",),
+            when=lambda config: bool(_recovery_cases(config)),
+        ),
+        claim(
+            "ode-tracking",
+            "SGA at a constant step tracks the ODE ṁ = (1 − m²)Φ'(m) as η → 0",
+            statistic="exponent p of sup_t |m̄_k − m(t_k)| ∝ η^p, m̄ the seed-mean trajectory "
+            "(t ≤ `track_time`), least squares in log–log over `track_etas`, percentile "
+            "bootstrap resampling whole seed trajectories within each η",
+            target=at_least(TRACK_EXPONENT),
+            reason="with a correct ODE the mean trajectory's gap is its bias O(η) plus "
+            "fluctuations O(η^{1/2}/√seeds), so p ≥ 1/2; a wrong ODE leaves a gap that does not "
+            "shrink (p → 0); the target is midway between the two hypotheses",
+            controls=("ode-time-x2",),
+            when=lambda config: "tracking" in config.cases,
+        ),
+        claim(
+            "constant-plateau",
+            "with a constant step, 1 − |m| plateaus at a level that shrinks with η",
+            statistic="ratio of the seed-mean plateau 1 − |m| (second half of the run) at the "
+            "smallest over the largest of `plateau_etas` (bootstrap), and every plateau's "
+            "Student-t interval above 0",
+            target=at_most(measured("√(η_min/η_max)")),
+            reason="at leading order the plateau ∝ η (ratio η_min/η_max); a plateau independent "
+            "of η gives 1; the target is the geometric midpoint. A positive plateau is what a "
+            "constant step must leave (Robbins–Monro steps are needed for convergence)",
+            when=lambda config: "plateau" in config.cases,
+        ),
+        claim(
+            "plateau-theory",
+            "the plateau at the smallest η matches η E‖P_⊥ĝ‖²/(4Φ'(1)) in scale",
+            statistic="seed-mean plateau over the prediction (E‖P_⊥ĝ‖² measured at q = u from "
+            "the simulator's gradient, Φ'(1) from the fitted Φ), Student-t interval mapped by "
+            "the fixed prediction",
+            target=between(measured("1/`plateau_band`"), "plateau_band"),
+            reason="a chosen tolerance: the prediction is first order in η and its next order is "
+            "not computed, so the claim is the scale, to within a factor 2 either way (a formula "
+            "off by its factor 4 or by Φ'(1) ≈ 0.35 misses it)",
+            when=lambda config: "plateau" in config.cases,
+        ),
+    )
+    notes = """\
+The paper's body was not available: its abstract reports a "mean final alignment of 0.9965
+across 30 runs, even when facing 10000 nuisance tokens or weak signal strengths like θ = 0.25"
+(d, n_I, budget and step sizes unknown). The claims are the qualitative form of that statement;
+the value 0.9965 is not asserted.
 
-    def claim_names(self, config: Config) -> list[str]:
-        names = [f"{case}-recovery" for case in RECOVERY if case in config.cases]
-        if names:
-            names.append("sign-split")
-        if "tracking" in config.cases:
-            names.append("ode-tracking")
-        if "plateau" in config.cases:
-            names += ["constant-plateau", "plateau-theory"]
-        return names
+Conventions (docs/query-theory.md §5): noise N(0, I_d/d) (tokens of norm ≈ √(θ² + 1)), β = 6, ξ
+a sign per sequence, query on the unit sphere, random initial queries (uniform on the sphere,
+|m₀| ~ 1/√d). With σ² = 1 instead, θ = 0.25 could not stand out against 10⁴ nuisance tokens (the
+largest nuisance score is ≈ 4.3β). β = 6 balances a fast escape from the equator (Φ''(0)) against
+the gradient noise at the pole.
+
+Seeds and cases: the nuisance case runs seeds `seed … seed+seeds−1`, the weak case the next
+`seeds` seeds (so the pooled signs are 2·seeds independent initial queries); the tracking and
+plateau runs use `track_seeds` seeds from `seed`. `cases` selects what runs, and each case
+declares its claims. The nuisance and weak runs use their config's `sampler` (default `reduced`:
+the exact O(n)-scalar sampler, docs/query-reduced-sampler.md); tracking and plateau always use
+the full sampler, so every claim about the ODE is tested on the full simulator.
+
+The mean trajectory is used for `ode-tracking` because it separates the hypotheses more sharply
+than the per-seed gap (whose O(η^{1/2}) fluctuations do not average out): at small, the per-seed
+exponent was 0.56 [0.37, 0.76] against the control's 0.22 [0.14, 0.30] with 8 seeds.
+
+Precondition: no seed of any run diverged; otherwise the outcome is invalid.
+
+Controls: `init-leak` recomputes only the nuisance run (8 of 8 seeds at +u gives p = 2⁻⁷ =
+0.0078, the smallest p 8 seeds can give). The data's sign symmetry (ξ = 1, `sign_mode` none) was
+tried first and rejected as that control: its odd Φ pulls most seeds to +u, but not all (7 : 1 at
+8 seeds, p = 0.070), too weak a test for the tiny preset.
+"""
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        from attndyn.models.query import Config as QueryConfig
+        from attndyn.claims.config import changed
+        from attndyn.core.config import validate
         from attndyn.models.query.theory import QueryTheoryConfig, phi_fit
         from attndyn.models.query.theory.ode import solve_sphere
         from attndyn.models.query.theory.plateau import pole_noise
 
         out: dict[str, Any] = {"sims": {}, "theory": {}, "ode": {}}
-        for case in RECOVERY:
-            if case not in config.cases:
-                continue
-            values = recovery_values(config, case)
-            out["sims"][case] = ctx.simulate("query", **values)
+        for case in _recovery_cases(config):
+            base = getattr(config, case)
+            seed = config.seed if case == "nuisance" else config.seed + config.seeds
+            out["sims"][case] = ctx.simulate("query", base, seed=seed)
             if config.theory_all:
                 out["theory"][case] = ctx.predict(
-                    "query", **values, mc_samples=min(config.mc_samples, 2048)
+                    "query", base, seed=seed, mc_samples=min(config.mc_samples, 2048)
                 )
         if "tracking" in config.cases:
             for eta in config.track_etas:
-                out["sims"][("track", eta)] = ctx.simulate("query", **tracking_values(config, eta))
+                sim = ctx.simulate("query", config.track, **_tracking(config, eta))
+                out["sims"][("track", eta)] = sim
         if "plateau" in config.cases:
             for eta in config.plateau_etas:
-                out["sims"][("plateau", eta)] = ctx.simulate("query", **plateau_values(config, eta))
+                sim = ctx.simulate("query", config.track, **_plateau(config, eta))
+                out["sims"][("plateau", eta)] = sim
         if not {"tracking", "plateau"} & set(config.cases):
             return out
-        # the ODE of the tracking law (every tracking seed starts at m₀ = track_init), on each
-        # run's own ODE-time grid t = Σ η_k (× theory_time_factor: the negative control)
-        tc = QueryTheoryConfig(
-            **{**tracking_values(config, config.track_etas[0]), "mc_samples": config.mc_samples}
-        )
-        fit = phi_fit(tc)
+        # the ODE of the tracking law (every tracking seed starts at m₀ = track.init_overlap), on
+        # each run's own ODE-time grid t = Σ η_k (× theory_time_factor: the negative control)
+        changes = {**_tracking(config, config.track_etas[0]), "mc_samples": config.mc_samples}
+        fit = phi_fit(validate(QueryTheoryConfig, changed(config.track, **changes)))
+        m0 = [config.track.init_overlap]
         for eta in config.track_etas if "tracking" in config.cases else ():
             t = out["sims"][("track", eta)]["ode_time"].values
-            out["ode"][eta] = solve_sphere(fit, [config.track_init], config.theory_time_factor * t)[
-                0
-            ]
+            out["ode"][eta] = solve_sphere(fit, m0, config.theory_time_factor * t)[0]
         out["phi_slope_pole"] = float(fit.dphi(1.0))
         out["phi_curv_equator"] = float(fit.d2phi(0.0))
         out["fit"] = {"mc_se": fit.mc_se, "mc_se_rhs": fit.mc_se_rhs, "fit_error": fit.fit_error}
         if "plateau" in config.cases:
-            law = QueryConfig(**{**plateau_values(config, 0.1), "dtype": "float64"})
+            law = variant(config.track, **_plateau(config, 0.1), dtype="float64")
             out["pole_noise"] = pole_noise(law, config.grad_samples)
         return out
 
@@ -440,81 +435,48 @@ class QueryRecovery(Experiment):
         )
         m["plateau_theory_ratio"] = mean_ci(per_seed[-1]).map(lambda x: x / predicted[pe[-1]])
 
-    def claims(self, config: Config, m: dict[str, Any]) -> list[Claim]:
-        out = []
-        case_text = {
-            "nuisance": f"n_N = {config.n_nuisance}, n_I = {config.n_informative}, "
-            f"θ = {config.theta}, {config.steps} steps",
-            "weak": f"θ = {config.weak_theta}, n_N = {config.weak_n_nuisance}, "
-            f"{config.weak_steps} steps × batch {config.weak_batch}",
-        }
-        for case in RECOVERY:
-            if case not in config.cases:
-                continue
-            out.append(
-                Claim.at_least(
-                    f"{case}-recovery",
-                    f"seed mean of the final |m| over {config.seeds} seeds, {case_text[case]}, "
-                    f"d = {config.d} (min {m[f'{case}_min']:.4f})",
-                    m[f"{case}_ci"],
-                    config.target,
-                )
+    def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for case in _recovery_cases(config):
+            c = getattr(config, case)
+            out[f"{case}-recovery"] = Evidence(
+                m[f"{case}_ci"],
+                detail=f"n_N = {c.n_nuisance}, n_I = {c.n_informative}, θ = {c.theta}, "
+                f"{c.t_max:g} steps × batch {c.batch}, d = {c.d}, {config.seeds} seeds (min "
+                f"{m[f'{case}_min']:.4f})",
             )
         if "n_plus" in m:
-            n = m["n_plus"] + m["n_minus"]
-            out.append(
-                Claim.above(
-                    "sign-split",
-                    f"two-sided binomial p of {m['n_plus']} runs → +u, {m['n_minus']} → −u "
-                    f"(of {n}, recovery cases pooled)",
-                    m["split_p"],
-                    config.split_p,
-                )
+            out["sign-split"] = Evidence(
+                m["split_p"],
+                detail=f"{m['n_plus']} runs → +u, {m['n_minus']} → −u",
             )
         if "tracking" in config.cases:
             etas = config.track_etas
-            out.append(
-                Claim.at_least(
-                    "ode-tracking",
-                    f"m₀ = {config.track_init}, t ≤ {config.track_time}: sup_t |m̄_k − m(t_k)| of "
-                    "the seed-mean trajectory against ṁ = (1 − m²)Φ'(m) at η = "
-                    + ", ".join(f"{e}: {m['mean_gaps'][e]:.4f}" for e in etas)
-                    + f" ({config.track_seeds} seeds each; per-seed sup-gaps "
-                    + ", ".join(f"{m['gaps'][e]:.3f}" for e in etas)
-                    + "); value: exponent p of gap ∝ η^p",
-                    m["gap_exponent"],
-                    TRACK_EXPONENT,
-                )
+            out["ode-tracking"] = Evidence(
+                m["gap_exponent"],
+                detail=f"m₀ = {config.track.init_overlap}, t ≤ {config.track_time}, "
+                f"{config.track_seeds} seeds per η; seed-mean sup-gaps at η = "
+                + ", ".join(f"{e}: {m['mean_gaps'][e]:.4f}" for e in etas)
+                + "; per-seed sup-gaps "
+                + ", ".join(f"{m['gaps'][e]:.3f}" for e in etas),
             )
         if "plateau" in config.cases:
             pe = config.plateau_etas
             ci = m["plateau_ci"]
-            out.append(
-                Claim.at_most(
-                    "constant-plateau",
-                    "constant step: 1 − |m| over the second half = "
-                    + ", ".join(
-                        f"{ci[e].value:.4f} [{ci[e].low:.4f}, {ci[e].high:.4f}] (η={e})" for e in pe
-                    )
-                    + f"; value: ratio η = {pe[-1]} / η = {pe[0]}",
-                    m["plateau_ratio"],
-                    math.sqrt(pe[-1] / pe[0]),
-                    Check(
-                        "every plateau > 0 (95% CI)",
-                        all(x.low > 0 for x in ci.values()),
-                    ),
-                )
+            out["constant-plateau"] = Evidence(
+                m["plateau_ratio"],
+                checks=(Check("every plateau > 0 (95% CI)", all(x.low > 0 for x in ci.values())),),
+                bounds=(math.sqrt(pe[-1] / pe[0]),),
+                detail="1 − |m| over the second half = "
+                + ", ".join(
+                    f"{ci[e].value:.4f} [{ci[e].low:.4f}, {ci[e].high:.4f}] (η={e})" for e in pe
+                ),
             )
-            out.append(
-                Claim.between(
-                    "plateau-theory",
-                    f"η = {pe[-1]}: plateau 1 − |m| over η E‖P_⊥ĝ‖²/(4Φ'(1)) = "
-                    f"{m['plateau_predicted'][pe[-1]]:.4f} (E‖P_⊥ĝ‖² = {m['pole_noise']:.3f}, "
-                    f"Φ'(1) = {m['phi_slope_pole']:.3f})",
-                    m["plateau_theory_ratio"],
-                    1 / config.plateau_band,
-                    config.plateau_band,
-                )
+            out["plateau-theory"] = Evidence(
+                m["plateau_theory_ratio"],
+                bounds=(1 / config.plateau_band,),
+                detail=f"η = {pe[-1]}: prediction {m['plateau_predicted'][pe[-1]]:.4f} "
+                f"(E‖P_⊥ĝ‖² = {m['pole_noise']:.3f}, Φ'(1) = {m['phi_slope_pole']:.3f})",
             )
         return out
 
