@@ -62,11 +62,11 @@ PINNED: dict[str, list[str]] = {
         "rate-slope-d4",
         "escape-slope-d4",
     ],
-    "focus-text": [
-        "focus-wikitext",
-        "dilution-wikitext",
-        "entropy-cycle-wikitext",
-        "beyond-unigram-wikitext",
+    "focus-text": [  # tiny runs on the generated corpus gen:topic-words
+        "focus-topic-words",
+        "dilution-topic-words",
+        "entropy-cycle-topic-words",
+        "beyond-unigram-topic-words",
     ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
     "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17"],

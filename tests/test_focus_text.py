@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import xarray as xr
 
-from attndyn.experiments.markov.text import corpus_key, sequence_attention, tracked
+from attndyn.claims.runner import experiment_config
+from attndyn.errors import InputError
+from attndyn.experiments.markov.text import (
+    GENERATED_CORPUS,
+    corpus_key,
+    resolve,
+    sequence_attention,
+    tracked,
+)
 from attndyn.models.markov.text import Corpus
 
 
@@ -41,3 +50,28 @@ def test_corpus_keys():
     assert corpus_key("hf:wikitext-103") == "wikitext"
     assert corpus_key("/data/tinystories_val_excerpt.txt") == "tinystories"
     assert corpus_key("/data/my_book.txt") == "my-book"
+
+
+def test_tiny_runs_on_the_generated_corpus():
+    _, config = experiment_config("focus-text", "tiny", {})
+    assert config.corpus == [GENERATED_CORPUS] == ["gen:topic-words"]
+    assert resolve(config, GENERATED_CORPUS) == GENERATED_CORPUS
+    assert corpus_key(GENERATED_CORPUS) == "topic-words"
+
+
+def test_relative_corpora_need_a_folder(monkeypatch, tmp_path):
+    """Real corpora come from data_dir or $ATTNDYN_TEXT_DATA, never from beside the repository."""
+    monkeypatch.delenv("ATTNDYN_TEXT_DATA", raising=False)
+    _, config = experiment_config("focus-text", "small", {})
+    with pytest.raises(InputError) as err:
+        resolve(config, "wikitext2_valid.txt")
+    msg = str(err.value)
+    assert "'data_dir'" in msg and "$ATTNDYN_TEXT_DATA" in msg and "\n" not in msg
+    monkeypatch.setenv("ATTNDYN_TEXT_DATA", str(tmp_path))
+    with pytest.raises(InputError, match=r"'corpus': no file 'wikitext2_valid.txt' .*ATTNDYN"):
+        resolve(config, "wikitext2_valid.txt")
+    (tmp_path / "wikitext2_valid.txt").write_text("some words")
+    assert resolve(config, "wikitext2_valid.txt") == str(tmp_path / "wikitext2_valid.txt")
+    _, config = experiment_config("focus-text", "small", {"data_dir": str(tmp_path / "x")})
+    with pytest.raises(InputError, match=r"\(data_dir\)"):
+        resolve(config, "wikitext2_valid.txt")
