@@ -1,5 +1,5 @@
 """The markov family's stages: the detector (attndyn.models.markov.stages) on trajectories whose
-stages are known, and the focus-stages experiment's measurement helpers on inputs with known
+stages are known, and the markov-stages experiment's measurement helpers on inputs with known
 answers, the snapshots against the simulator, the π/λ plumbing of ``--set`` and the figure."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def test_population_flow_goes_through_the_four_stages_in_order(seed):
     assert by["dilution"].end <= by["restart"].end
 
 
-# --- the focus-stages experiment (experiments/markov/stages.py) ---
+# --- the markov-stages experiment (experiments/markov/stages.py) ---
 
 
 def test_stage1_recovers_a_known_rate_and_window():
@@ -232,7 +232,7 @@ def test_snapshots_refuse_sampled_data():
 
 def test_set_pi_and_lam_reach_the_markov_run():
     values = parse_assignments(["base.pi=[0.5, 0.3, 0.2]", "base.lam=0.3"])
-    _, config = experiment_config("focus-stages", "tiny", values)
+    _, config = experiment_config("markov-stages", "tiny", values)
     law = markov.DataLaw(config.base)
     np.testing.assert_allclose(law.pi, [0.5, 0.3, 0.2])
     np.testing.assert_allclose(law.P, 0.3 * np.eye(3) + 0.7 * np.outer(np.ones(3), law.pi))
@@ -240,7 +240,7 @@ def test_set_pi_and_lam_reach_the_markov_run():
 
 def test_geometric_pi_is_appendix_e1():
     overrides = {"base.pi_kind": "geometric", "base.d": 5}
-    _, config = experiment_config("focus-stages", "tiny", overrides)
+    _, config = experiment_config("markov-stages", "tiny", overrides)
     law = markov.DataLaw(config.base)
     p = 0.5 ** np.arange(1, 6)
     np.testing.assert_allclose(law.pi, p / p.sum())
@@ -248,7 +248,7 @@ def test_geometric_pi_is_appendix_e1():
 
 def test_the_figure_is_written(tmp_path):
     outcome = run_experiment(
-        "focus-stages",
+        "markov-stages",
         "tiny",
         {"base.t_max": 150.0, "seeds": 2, "base.records": 50},
         out=tmp_path,
@@ -266,6 +266,6 @@ def test_more_tokens_than_tracked_is_refused():
     from attndyn.errors import InputError
 
     with pytest.raises(InputError, match="base.d"):
-        experiment_config("focus-stages", "tiny", {"base.pi_kind": "geometric", "base.d": 9})
+        experiment_config("markov-stages", "tiny", {"base.pi_kind": "geometric", "base.d": 9})
     with pytest.raises(InputError, match="base.pi_kind"):
-        experiment_config("focus-stages", "tiny", {"base.pi_kind": "two-group"})
+        experiment_config("markov-stages", "tiny", {"base.pi_kind": "two-group"})

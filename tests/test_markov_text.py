@@ -1,7 +1,7 @@
 """The text pipeline of the markov family (src/attndyn/models/markov/text.py): on the corpus it
 generates (``gen:topic-words``) everywhere, and on the real samples (WikiText-2, TinyStories)
 where $ATTNDYN_TEXT_DATA names their folder (never copied into the project); then the pieces of
-the focus-text experiment that are identities."""
+the markov-text experiment that are identities."""
 
 from __future__ import annotations
 
@@ -253,7 +253,7 @@ def test_build_samples_windows_of_the_corpus():
         assert np.all(view[candidates] == row, axis=1).any()
 
 
-# --- the focus-text experiment (experiments/markov/text.py) ---
+# --- the markov-text experiment (experiments/markov/text.py) ---
 
 
 def test_sequence_attention_is_the_softmax_of_phi_over_the_tracked_tokens():
@@ -291,7 +291,7 @@ def test_corpus_keys():
 
 
 def test_tiny_runs_on_the_generated_corpus():
-    _, config = experiment_config("focus-text", "tiny", {})
+    _, config = experiment_config("markov-text", "tiny", {})
     assert config.corpus == [GENERATED_CORPUS] == ["gen:topic-words"]
     assert resolve(config, GENERATED_CORPUS) == GENERATED_CORPUS
     assert corpus_key(GENERATED_CORPUS) == "topic-words"
@@ -300,7 +300,7 @@ def test_tiny_runs_on_the_generated_corpus():
 def test_relative_corpora_need_a_folder(monkeypatch, tmp_path):
     """Real corpora come from data_dir or $ATTNDYN_TEXT_DATA, never from beside the repository."""
     monkeypatch.delenv("ATTNDYN_TEXT_DATA", raising=False)
-    _, config = experiment_config("focus-text", "small", {})
+    _, config = experiment_config("markov-text", "small", {})
     with pytest.raises(InputError) as err:
         resolve(config, "wikitext2_valid.txt")
     msg = str(err.value)
@@ -310,6 +310,6 @@ def test_relative_corpora_need_a_folder(monkeypatch, tmp_path):
         resolve(config, "wikitext2_valid.txt")
     (tmp_path / "wikitext2_valid.txt").write_text("some words")
     assert resolve(config, "wikitext2_valid.txt") == str(tmp_path / "wikitext2_valid.txt")
-    _, config = experiment_config("focus-text", "small", {"data_dir": str(tmp_path / "x")})
+    _, config = experiment_config("markov-text", "small", {"data_dir": str(tmp_path / "x")})
     with pytest.raises(InputError, match=r"\(data_dir\)"):
         resolve(config, "wikitext2_valid.txt")

@@ -1,4 +1,4 @@
-"""``focus-text`` (arXiv 2605.01199, Section 4.2 and Fig. 3): the one-layer model of Def. 2.2
+"""``markov-text`` (arXiv 2605.01199, Section 4.2 and Fig. 3): the one-layer model of Def. 2.2
 trained with Adam on real text (WikiText-2, TinyStories) first focuses its attention on the most
 frequent token, then dilutes it, while the attention entropy falls and rises again and the model
 learns more than the unigram law.
@@ -7,7 +7,7 @@ Per corpus we train ``seeds`` seeds on windows of s + 1 tokens (``markov`` famil
 and track T = the 3 most frequent tokens and 3 medium-frequency ones (:func:`tracked`). The
 **sequence attention** of a tracked query q over T (Fig. 3's quantity) is
 a_q(j) = e^{Φ_qj} / Σ_{k∈T} e^{Φ_qk} = (𝔸_qj/π̂_j) / Σ_{k∈T} 𝔸_qk/π̂_k (Prop. 2.3's 𝔸). The
-claims, controls and presets are declared on :class:`FocusText` (docs/claims/focus-text.md is
+claims, controls and presets are declared on :class:`MarkovText` (docs/claims/markov-text.md is
 generated from them).
 """
 
@@ -204,8 +204,8 @@ def sequence_attention(tr, pi: np.ndarray, query: int, T: list[int]) -> np.ndarr
     return a / a.sum(axis=-1, keepdims=True)
 
 
-class FocusText(Experiment):
-    name = "focus-text"
+class MarkovText(Experiment):
+    name = "markov-text"
     description = (
         "arXiv 2605.01199 Sec. 4.2/Fig. 3: on WikiText-2 and TinyStories the one-layer model's "
         "attention focuses on the top token, then dilutes; entropy falls and rises; beyond unigram"

@@ -2,7 +2,7 @@
 
 A corpus becomes one stream of token ids; training windows are s + 1 consecutive tokens (inputs
 x₁…x_s, next-token label x_{s+1}), the same shape as Def. 2.1's Markov sequences. The unigram π̂
-and bigram P̂ of the stream give the population observables (docs/focus.md, "Text").
+and bigram P̂ of the stream give the population observables (docs/markov.md, "Text").
 
 Sources (``corpus``): a local text file, or ``hf:wikitext-2`` / ``hf:wikitext-103`` (Hugging Face
 ``Salesforce/wikitext``, configs ``wikitext-2-raw-v1`` / ``wikitext-103-raw-v1``, split train) or
