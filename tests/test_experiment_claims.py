@@ -47,7 +47,7 @@ PINNED: dict[str, list[str]] = {
         "laplace-lora",
     ],
     "langevin-size": ["plateau-reached", "gap-matches-size", "gap-slope"],
-    "focus-stages": [
+    "markov-stages": [
         "stage1-rate",
         "attention-frozen",
         "plateau-gap",
@@ -55,18 +55,18 @@ PINNED: dict[str, list[str]] = {
         "dilution",
         "rank-steps",
     ],
-    "focus-symmetry": [
+    "markov-symmetry": [
         "symmetric-stall-d4",
         "restart-d4",
         "rate-theory-d4",
         "rate-slope-d4",
         "escape-slope-d4",
     ],
-    "focus-text": [
-        "focus-wikitext",
-        "dilution-wikitext",
-        "entropy-cycle-wikitext",
-        "beyond-unigram-wikitext",
+    "markov-text": [  # tiny runs on the generated corpus gen:topic-words
+        "focus-topic-words",
+        "dilution-topic-words",
+        "entropy-cycle-topic-words",
+        "beyond-unigram-topic-words",
     ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
     "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17"],

@@ -1,4 +1,4 @@
-"""The focus-symmetry measurements (experiments/markov/symmetry.py) on inputs with known answers,
+"""The markov-symmetry measurements (experiments/markov/symmetry.py) on inputs with known answers,
 and the ∂L/∂M observable against autodiff."""
 
 import jax

@@ -1,9 +1,12 @@
-"""The real-text pipeline of the markov family (src/attndyn/models/markov/text.py) on the shipped
-samples in ../shared/data/text (never copied into the project)."""
+"""The text pipeline of the markov family (src/attndyn/models/markov/text.py): on the corpus it
+generates (``gen:topic-words``) everywhere, and on the real samples (WikiText-2, TinyStories)
+where $ATTNDYN_TEXT_DATA names their folder (never copied into the project); then the pieces of
+the markov-text experiment that are identities."""
 
 from __future__ import annotations
 
 import builtins
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -11,16 +14,28 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import xarray as xr
 
+from attndyn.claims.runner import experiment_config
 from attndyn.errors import InputError
+from attndyn.experiments.markov.text import (
+    GENERATED_CORPUS,
+    corpus_key,
+    resolve,
+    sequence_attention,
+    tracked,
+)
 from attndyn.models.markov import text
+from attndyn.models.markov.text import Corpus
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "text"
+DATA = Path(os.environ.get("ATTNDYN_TEXT_DATA", "/nonexistent"))
 WIKI = DATA / "wikitext2_valid.txt"
 TINY = DATA / "tinystories_val_excerpt.txt"
 needs_data = pytest.mark.skipif(
-    not DATA.is_dir(), reason=f"the shipped text samples are not at {DATA}"
+    not (WIKI.is_file() and TINY.is_file()),
+    reason="set $ATTNDYN_TEXT_DATA to the folder of the WikiText-2 and TinyStories samples",
 )
+GEN = "gen:topic-words"
 
 
 def cfg(corpus, vocab=64, tokenizer="word", max_tokens=2_000_000, **kw):
@@ -62,23 +77,21 @@ def test_wikitext_markup_is_undone():
     assert text.clean_wikitext("no markup here.\n") == "no markup here.\n"
 
 
-@needs_data
 def test_corpus_is_deterministic():
-    a = text.word_corpus(text.source_text(str(TINY), 10**6), 40, 10**6)
-    b = text.word_corpus(text.source_text(str(TINY), 10**6), 40, 10**6)
+    a = text.word_corpus(text.source_text(GEN, 10**6), 20, 10**6)
+    b = text.word_corpus(text.source_text(GEN, 10**6), 20, 10**6)
     assert a.vocab == b.vocab and np.array_equal(a.tokens, b.tokens)
-    c1 = text.load_corpus(cfg(TINY, 40, shuffle_tokens=True))
-    c2 = text.load_corpus(cfg(TINY, 40, shuffle_tokens=True))
+    c1 = text.load_corpus(cfg(GEN, 20, shuffle_tokens=True))
+    c2 = text.load_corpus(cfg(GEN, 20, shuffle_tokens=True))
     assert np.array_equal(c1.tokens, c2.tokens)
     assert np.array_equal(np.sort(c1.tokens), np.sort(a.tokens))  # a permutation: π̂ kept
     assert not np.array_equal(c1.tokens, a.tokens)
 
 
-@needs_data
 def test_max_tokens_keeps_the_start():
-    short = text.load_corpus(cfg(WIKI, 30, max_tokens=500))
+    short = text.load_corpus(cfg(GEN, 20, max_tokens=500))
     assert short.tokens.size == 500
-    raw = text.clean_wikitext(WIKI.read_text(encoding="utf-8"))
+    raw = text.TopicWords().text()
     words = re.findall(r"<unk>|\w+|[^\w\s]", raw.lower())[:500]
     kept = set(short.vocab[1:])
     assert [short.vocab[i] for i in short.tokens] == [w if w in kept else "<unk>" for w in words]
@@ -114,16 +127,41 @@ def test_bpe_without_tokenizers_is_one_clear_line(monkeypatch):
     assert "'tokenizer'" in msg and "pip install 'attndyn[text]'" in msg and "\n" not in msg
 
 
-@needs_data
 def test_unigram_and_bigram_rows_sum_to_one():
-    corpus = text.load_corpus(cfg(WIKI, 40))
+    corpus = text.load_corpus(cfg(GEN, 40))
     pi, P = corpus.unigram(), corpus.bigram()
     assert np.isclose(pi.sum(), 1.0) and np.all(pi > 0)
     assert np.allclose(P.sum(axis=1), 1.0)
     # P̂ is the empirical successor law: one row checked against a direct count
-    i = corpus.index("the")
+    i = corpus.index("w00")
     nxt = corpus.tokens[1:][corpus.tokens[:-1] == i]
-    assert np.allclose(P[i], np.bincount(nxt, minlength=40) / nxt.size)
+    assert np.allclose(P[i], np.bincount(nxt, minlength=len(corpus.vocab)) / nxt.size)
+
+
+def test_generated_corpus_shows_its_chains_laws():
+    """π̂, P̂ and L_uni − L* of the generated words against the closed forms of TopicWords."""
+    chain = text.TopicWords()
+    assert np.allclose(chain.P.sum(axis=1), 1.0)
+    assert np.allclose(chain.pi @ chain.P, chain.pi)  # the word process is stationary
+    corpus = text.load_corpus(cfg(GEN, chain.n_words + 1))
+    assert corpus.tokens.size == chain.n_tokens and np.sum(corpus.tokens == 0) == 0
+    order = [corpus.index(w) for w in chain.words]  # ids are frequency ranks, not word order
+    counts = np.bincount(corpus.tokens, minlength=len(corpus.vocab))[order]
+    pi_hat = counts / counts.sum()
+    assert np.abs(pi_hat - chain.pi).max() < 0.005  # N = 2·10⁵: sd ≤ 0.004 even with stay 0.95
+    P_hat = corpus.bigram()[np.ix_(order, order)]
+    assert np.abs(P_hat[0] - chain.P[0]).max() < 0.01  # the most frequent word's row
+    # the bigram information of the sample against Σ π_w KL(P_w ‖ π); the bias ≈ k/2N ≈ 0.002
+    m = pi_hat @ P_hat
+    plogp = np.where(P_hat > 0, P_hat * np.log(np.where(P_hat > 0, P_hat, 1.0)), 0.0)
+    info = -np.sum(m * np.log(m)) + np.sum(pi_hat[:, None] * plogp)
+    assert info == pytest.approx(chain.bigram_information(), abs=0.02)
+    assert chain.bigram_information() > 0.3  # far above any order-free corpus's τ ≈ 0.003
+
+
+def test_unknown_generated_corpus_is_one_clear_line():
+    with pytest.raises(InputError, match="'corpus': unknown generated corpus"):
+        text.load_corpus(cfg("gen:no-such-corpus"))
 
 
 def test_windows_align_inputs_and_labels():
@@ -196,7 +234,6 @@ def test_hf_loaders_join_rows_like_the_data_sets():
     assert got == "Once upon a time.\n\nThe end."  # stories as paragraphs; stops at max_chars
 
 
-@needs_data
 def test_build_samples_windows_of_the_corpus():
     import jax
 
@@ -205,7 +242,7 @@ def test_build_samples_windows_of_the_corpus():
 
     config = validate(
         markov.Config,
-        dict(data="text", corpus=str(TINY), vocab=20, seq_len=8, batch=64, optimizer="adam"),
+        dict(data="text", corpus=GEN, vocab=20, seq_len=8, batch=64, optimizer="adam"),
     )
     law = markov.DataLaw(config)
     batch = np.asarray(markov.build(config, law).sample(jax.random.PRNGKey(0)))
@@ -214,3 +251,65 @@ def test_build_samples_windows_of_the_corpus():
     for row in batch:
         candidates = np.flatnonzero(law.tokens[: len(view)] == row[0])
         assert np.all(view[candidates] == row, axis=1).any()
+
+
+# --- the markov-text experiment (experiments/markov/text.py) ---
+
+
+def test_sequence_attention_is_the_softmax_of_phi_over_the_tracked_tokens():
+    rng = np.random.default_rng(1)
+    d, T = 7, [0, 2, 3, 5]
+    pi = rng.dirichlet(np.ones(d))
+    phi = rng.normal(size=(3, 4, d, d))  # (seed, time, d, d)
+    A = pi * np.exp(phi)
+    A /= A.sum(-1, keepdims=True)  # Prop. 2.3's population attention
+    tr = xr.Dataset({f"attn_{i}_{j}": (("seed", "time"), A[..., i, j]) for i in T for j in T})
+    for q in T:
+        got = sequence_attention(tr, pi, q, T)
+        logits = phi[..., q, :][..., T]
+        want = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+        assert np.allclose(got, want)
+
+
+def test_tracked_tokens_top3_paper_words_then_median():
+    words = ["<unk>", "the", ",", "a", "x1", "x2", "full", "x3", "x4", "x5", "x6"]
+    counts = np.array([50, 40, 30, 20, 10, 9, 8, 7, 6, 5, 4], float)
+    corpus = Corpus(np.zeros(2, np.int32), tuple(words))
+    pi = counts / counts.sum()
+    T, mid, origin = tracked(corpus, pi, "tinystories")
+    assert T[:3] == [0, 1, 2]  # the three most frequent
+    assert mid == [3, 6, 5] and origin == ["paper", "paper", "median"]  # a, full; then rank 5
+    T, mid, origin = tracked(corpus, pi, "other")
+    assert origin == ["median"] * 3 and mid == [5, 4, 6]  # median rank 5, then 4, 6
+
+
+def test_corpus_keys():
+    assert corpus_key("wikitext2_valid.txt") == "wikitext"
+    assert corpus_key("hf:wikitext-103") == "wikitext"
+    assert corpus_key("/data/tinystories_val_excerpt.txt") == "tinystories"
+    assert corpus_key("/data/my_book.txt") == "my-book"
+
+
+def test_tiny_runs_on_the_generated_corpus():
+    _, config = experiment_config("markov-text", "tiny", {})
+    assert config.corpus == [GENERATED_CORPUS] == ["gen:topic-words"]
+    assert resolve(config, GENERATED_CORPUS) == GENERATED_CORPUS
+    assert corpus_key(GENERATED_CORPUS) == "topic-words"
+
+
+def test_relative_corpora_need_a_folder(monkeypatch, tmp_path):
+    """Real corpora come from data_dir or $ATTNDYN_TEXT_DATA, never from beside the repository."""
+    monkeypatch.delenv("ATTNDYN_TEXT_DATA", raising=False)
+    _, config = experiment_config("markov-text", "small", {})
+    with pytest.raises(InputError) as err:
+        resolve(config, "wikitext2_valid.txt")
+    msg = str(err.value)
+    assert "'data_dir'" in msg and "$ATTNDYN_TEXT_DATA" in msg and "\n" not in msg
+    monkeypatch.setenv("ATTNDYN_TEXT_DATA", str(tmp_path))
+    with pytest.raises(InputError, match=r"'corpus': no file 'wikitext2_valid.txt' .*ATTNDYN"):
+        resolve(config, "wikitext2_valid.txt")
+    (tmp_path / "wikitext2_valid.txt").write_text("some words")
+    assert resolve(config, "wikitext2_valid.txt") == str(tmp_path / "wikitext2_valid.txt")
+    _, config = experiment_config("markov-text", "small", {"data_dir": str(tmp_path / "x")})
+    with pytest.raises(InputError, match=r"\(data_dir\)"):
+        resolve(config, "wikitext2_valid.txt")

@@ -246,7 +246,7 @@ def test_thm37_contrast_grows_at_twice_the_attention_rate():
 PI1, LAM39 = 0.6, 0.5
 """Thm 3.9's case: at this (π₁, λ) the δ = 0 stall is neutrally stable on 𝒲 (Prop. 3.8); at
 e.g. (0.7, 0.8) the point the symmetric flow reaches has an O(1) unstable direction on 𝒲 that
-breaks γ₂ = γ₃ (docs/focus.md, "Theory")."""
+breaks γ₂ = γ₃ (docs/markov.md, "Theory")."""
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,11 @@
-"""``focus-stages`` (arXiv 2605.01199, Chen, Lin, Xu & Luo, ICML 2026, Section 3 and Fig. 2): the
+"""``markov-stages`` (arXiv 2605.01199, Chen, Lin, Xu & Luo, ICML 2026, Section 3 and Fig. 2): the
 stages of one focus–dilution cycle, and its repetition, in the population gradient flow of Def.
 2.2's model on Markov data (π of Section 4.1, λ of Appendix E.1).
 
 One integration per config (:func:`attndyn.models.markov.snapshots.snapshots`, flow or GD) gives
 the observables, W₀ at every record (PCA, Fig. 2B) and the W_QK drift; stages are detected by
 :func:`attndyn.models.markov.stages.detect_stages`. The claims, controls and presets are declared
-on :class:`FocusStages` (docs/claims/focus-stages.md is generated from them).
+on :class:`MarkovStages` (docs/claims/markov-stages.md is generated from them).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from attndyn.claims import (
 from attndyn.figures.draw import save_figure
 from attndyn.models.markov.config import MarkovConfig
 
-NAME = "focus-stages"
+NAME = "markov-stages"
 MAX_TOKENS = 8
 """Every token is tracked (its attention row, entropy, norm and PCA coordinates)."""
 
@@ -180,7 +180,7 @@ def rank_levels(erank: np.ndarray) -> int:
         level, k = level + 1, k + int(nxt[0])
 
 
-class FocusStages(Experiment):
+class MarkovStages(Experiment):
     name = NAME
     description = (
         "arXiv 2605.01199: condensation at rate σ₁ with attention frozen, the unigram plateau, "
@@ -318,7 +318,7 @@ class FocusStages(Experiment):
     notes = (
         "Module: the run's parameters at every record are "
         "`src/attndyn/models/markov/snapshots.py`, the stage detector "
-        "`src/attndyn/models/markov/stages.py`; the model is described in docs/focus.md.\n\n"
+        "`src/attndyn/models/markov/stages.py`; the model is described in docs/markov.md.\n\n"
         "λ = 0.8 is Appendix E.1's value (Section 4.1 gives none); with λ = 0.5 the same "
         "stages occur, but the third rank level arrives only near t ≈ 6500 instead of ≈ 700 "
         "(the late stages are stiff, hence the ROS2 solver).\n\n"
@@ -397,7 +397,7 @@ class FocusStages(Experiment):
             stages.append([st.as_dict() for st in found])
             # condensation after the Stage-I window: the loss's steepest fall (in log t) before
             # the first focus stage; the detector's erank ≤ 1.15 is not used, since at ε = 1/m the
-            # frozen init bulk of W₀ keeps erank ≥ 1.5 (docs/claims/focus-stages.md, "Presets")
+            # frozen init bulk of W₀ keeps erank ≥ 1.5 (docs/claims/markov-stages.md, "Presets")
             focus = [st for st in found if st.name == "focus" and st.end > tb]
             plateau, t_plat = plateau_after_drop(t, one["loss_gap"], tb, focus)
             per["plateau"].append(plateau)

@@ -1,4 +1,4 @@
-"""The panels of arXiv 2605.01199's Fig. 2 for ``focus-stages`` (seed 0 of the run).
+"""The panels of arXiv 2605.01199's Fig. 2 for ``markov-stages`` (seed 0 of the run).
 
 (a) L − L* with the plateau of Prop. 3.3 and the detected stages; (b) effective ranks of W₀ and
 W_QK; (c) attention 𝔸_{i,top} of every query on the frequent token (Fig. 2C); (d) per-token
@@ -113,7 +113,7 @@ def draw(config, traj, m: dict[str, Any]):
         ax.set_yticks(range(d))
     fig.colorbar(im, ax=ax, fraction=0.046)
     fig.suptitle(
-        f"focus-stages: π = {tuple(round(p, 3) for p in m['pi'])}, λ = {m['lam']}, m = "
+        f"markov-stages: π = {tuple(round(p, 3) for p in m['pi'])}, λ = {m['lam']}, m = "
         f"{config.base.m}, ε = {config.base.epsilon:g}, {config.base.optimizer}"
     )
     return fig  # save_figure lays it out

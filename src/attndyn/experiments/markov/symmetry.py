@@ -1,4 +1,4 @@
-"""``focus-symmetry`` (arXiv 2605.01199, Prop. 3.8 and Thm 3.9): exactly symmetric low-frequency
+"""``markov-symmetry`` (arXiv 2605.01199, Prop. 3.8 and Thm 3.9): exactly symmetric low-frequency
 tokens stall training on the rank-one manifold; an asymmetry δ restarts it, after an escape time
 that we measure against δ (the paper proves the Θ(δ) transverse eigenvalue, not the time).
 
@@ -6,7 +6,7 @@ Setting: the population gradient flow θ̇ = −∇L(θ) (Prop. 2.3, Eq. 4) of t
 the two-group law of Eq. 1, π = (π₁, (1 − π₁)/(d − 1) + c_iδ) with c linear (for d = 3 exactly
 Thm 3.9's π̃), P = λI + (1 − λ)𝟙πᵀ (Eq. 2). The prediction d log μ/d log δ → 1, d log τ/d log δ
 → −1 is derived in the page's notes; the claims, controls and presets are declared on
-:class:`FocusSymmetry` (docs/claims/focus-symmetry.md is generated from them).
+:class:`MarkovSymmetry` (docs/claims/markov-symmetry.md is generated from them).
 """
 
 from __future__ import annotations
@@ -199,8 +199,8 @@ def loglog_slope(deltas: np.ndarray, *groups: np.ndarray) -> float:
     return float(np.polyfit(np.log(deltas), y, 1)[0])
 
 
-class FocusSymmetry(Experiment):
-    name = "focus-symmetry"
+class MarkovSymmetry(Experiment):
+    name = "markov-symmetry"
     description = (
         "arXiv 2605.01199 Prop. 3.8 / Thm 3.9: symmetric low-frequency tokens stall on the "
         "rank-one manifold; δ > 0 restarts with a Θ(δ) rate; escape time vs δ measured"

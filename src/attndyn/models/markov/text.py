@@ -2,11 +2,13 @@
 
 A corpus becomes one stream of token ids; training windows are s + 1 consecutive tokens (inputs
 x₁…x_s, next-token label x_{s+1}), the same shape as Def. 2.1's Markov sequences. The unigram π̂
-and bigram P̂ of the stream give the population observables (docs/focus.md, "Text").
+and bigram P̂ of the stream give the population observables (docs/markov.md, "Text").
 
 Sources (``corpus``): a local text file, or ``hf:wikitext-2`` / ``hf:wikitext-103`` (Hugging Face
 ``Salesforce/wikitext``, configs ``wikitext-2-raw-v1`` / ``wikitext-103-raw-v1``, split train) or
-``hf:tinystories`` (``roneneldan/TinyStories``, split train) through the ``datasets`` library.
+``hf:tinystories`` (``roneneldan/TinyStories``, split train) through the ``datasets`` library
+(which caches what it downloads), or ``gen:topic-words``: words emitted by a known hidden Markov chain
+(:class:`TopicWords`), generated here, so that tests and the tiny preset need no data.
 WikiText's raw markup is undone everywhere (:func:`clean_wikitext`). Tokenizers (``tokenizer``):
 ``word`` (lower-cased words and punctuation, the ``vocab − 1`` most frequent kept, the rest
 ``<unk>``) or ``bpe`` (a byte-level BPE of ``vocab`` ids trained on the corpus with the Hugging
@@ -40,6 +42,7 @@ HF_SOURCES: dict[str, tuple[str, str | None, str]] = {
 """``corpus`` name → (data set, config, separator joining its rows). WikiText's rows are lines
 that keep their own newline (empty rows are blank lines); TinyStories' rows are whole stories."""
 
+GENERATED_PREFIX = "gen:"
 CHARS_PER_TOKEN = 8
 """Characters read from a Hugging Face data set per kept token (``max_tokens``): words average
 under 6 characters with their space, so 8 leaves room for either tokenizer."""
@@ -147,10 +150,110 @@ def hf_text(source: str, max_chars: int, load_dataset=None) -> str:
         ) from None
 
 
+@dataclass(frozen=True)
+class TopicWords:
+    """A generated corpus: ``n_tokens`` words from a hidden Markov chain of topics.
+
+    The topic z follows arXiv 2605.01199's lazy chain (Eq. 2) on ``n_topics`` equally likely
+    states, T = λI + (1 − λ)𝟙μᵀ with λ = ``stay``; each word is drawn from the topic's law
+    B_z: the ``n_common`` common words w00, w01, … (shared by every topic, mass ``common``, Zipf
+    ∝ 1/(k + 1) within) or the topic's own ``per_topic`` words (Zipf within). The next word
+    depends on the topic, which the whole window reveals, so attention that spreads over the
+    window beats attention on the frequent words. Its unigram and bigram laws are known in
+    closed form: π = μB and P_ww' = Σ_z P(z | w) (TB)_zw' with P(z | w) = μ_z B_zw / π_w, hence
+    the bigram information L_uni − L* = Σ_w π_w KL(P_w ‖ π) (as in Prop. 3.3), which a corpus
+    of these words shows up to sampling error."""
+
+    n_topics: int = 4
+    per_topic: int = 7
+    n_common: int = 3
+    common: float = 0.4
+    stay: float = 0.95
+    n_tokens: int = 200_000
+    seed: int = 0
+
+    @property
+    def n_words(self) -> int:
+        return self.n_common + self.n_topics * self.per_topic
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return tuple(f"w{k:02d}" for k in range(self.n_words))
+
+    def emissions(self) -> np.ndarray:
+        """B (topics × words): each topic's word law."""
+
+        def zipf(n: int) -> np.ndarray:
+            w = 1.0 / np.arange(1.0, n + 1.0)
+            return w / w.sum()
+
+        B = np.zeros((self.n_topics, self.n_words))
+        B[:, : self.n_common] = self.common * zipf(self.n_common)
+        for z in range(self.n_topics):
+            start = self.n_common + z * self.per_topic
+            B[z, start : start + self.per_topic] = (1.0 - self.common) * zipf(self.per_topic)
+        return B
+
+    def topic_chain(self) -> np.ndarray:
+        from attndyn.models.markov.data import lazy_chain
+
+        return lazy_chain(np.full(self.n_topics, 1.0 / self.n_topics), self.stay)
+
+    @property
+    def pi(self) -> np.ndarray:
+        return np.full(self.n_topics, 1.0 / self.n_topics) @ self.emissions()
+
+    @property
+    def P(self) -> np.ndarray:  # noqa: N802 - the paper's name
+        """The words' bigram law P(w' | w) (class docstring)."""
+        B, mu = self.emissions(), np.full(self.n_topics, 1.0 / self.n_topics)
+        posterior = (mu[:, None] * B / self.pi[None, :]).T  # (words, topics): P(z | w)
+        return posterior @ self.topic_chain() @ B
+
+    def bigram_information(self) -> float:
+        """Σ_w π_w KL(P_w ‖ π) (nats): what the best unigram predictor leaves above L*."""
+        from attndyn.models.markov.theory.closed_forms import plateau_gap
+
+        return plateau_gap(self.pi, self.P)
+
+    def states(self) -> np.ndarray:
+        """The ``n_tokens`` word indices, fixed by ``seed``."""
+        rng = np.random.default_rng(self.seed)
+        n = self.n_tokens
+        draws = rng.integers(0, self.n_topics, n)  # topic draws from μ (uniform)
+        stay = rng.random(n) < self.stay
+        stay[0] = False
+        # each position keeps the topic drawn at the last position that did not stay
+        topics = draws[np.maximum.accumulate(np.where(stay, 0, np.arange(n)))]
+        cdf = np.cumsum(self.emissions(), axis=1)
+        u = rng.random(n)
+        return np.minimum((cdf[topics] < u[:, None]).sum(axis=1), self.n_words - 1)
+
+    def text(self) -> str:
+        return " ".join(np.asarray(self.words)[self.states()])
+
+
+GENERATED: dict[str, TopicWords] = {"gen:topic-words": TopicWords()}
+"""``corpus`` name → the generated corpus it stands for."""
+
+
+def generated_text(source: str) -> str:
+    """The text of a generated corpus (one-line :class:`InputError` for an unknown name)."""
+    if source not in GENERATED:
+        raise InputError(
+            f"invalid value for 'corpus': unknown generated corpus {source!r} (known: "
+            f"{', '.join(GENERATED)})"
+        )
+    return GENERATED[source].text()
+
+
 def source_text(source: str, max_tokens: int) -> str:
-    """The cleaned text of ``corpus`` (a file, or a Hugging Face data set)."""
+    """The cleaned text of ``corpus`` (a file or a Hugging Face data set; a generated corpus as
+    it is)."""
     if source.startswith("hf:"):
         text = hf_text(source, CHARS_PER_TOKEN * max_tokens)
+    elif source.startswith(GENERATED_PREFIX):
+        return generated_text(source)
     else:
         text = read_text(source)
     return clean_wikitext(text)
@@ -214,7 +317,8 @@ def load_corpus(config) -> Corpus:
     destroys every order statistic (a negative control). Cached per file modification time."""
     source = config.corpus
     path = Path(source).expanduser()
-    stamp = path.stat().st_mtime if not source.startswith("hf:") and path.is_file() else 0.0
+    local = not source.startswith(("hf:", GENERATED_PREFIX))
+    stamp = path.stat().st_mtime if local and path.is_file() else 0.0
     corpus = _cached(source, stamp, config.vocab, config.tokenizer, config.max_tokens)
     if getattr(config, "shuffle_tokens", False):
         perm = np.random.default_rng(0).permutation(corpus.tokens.size)
