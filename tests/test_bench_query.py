@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from attndyn.models.query import model, token_spec
-from attndyn.models.query.bench import bench_config, numpy_gradient, run_query_benchmark
+from attndyn.models.query.bench import bench_config, run_query_benchmark
+from attndyn_bench.query import numpy_gradient
 
 
 def test_quick_benchmark_rows():
