@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from attndyn.models.query import model, token_spec
-from attndyn.models.query.bench import bench_config, numpy_gradient, run_query_benchmark
+from attndyn.models.query.bench import bench_config, run_query_benchmark
+from attndyn_bench.query import numpy_gradient
 
 
 @pytest.mark.slow  # 12 CPU s

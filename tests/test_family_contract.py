@@ -15,7 +15,7 @@ FAMILIES = family_names()
 
 
 def _example(name: str) -> dict:
-    return dict(getattr(get_family(name), "EXAMPLE", {}))
+    return dict(get_family(name).EXAMPLE)
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
@@ -106,7 +106,7 @@ def test_theory_names_and_grid(family, runs):
     theory of a stylised model of its own (SAME_GRID = False) has its SUMMARY observables. A
     theory of some of the family's models is checked on the family's ``THEORY_EXAMPLE``."""
     module = get_family(family)
-    if not getattr(module, "THEORY", None):
+    if not module.THEORY:
         pytest.skip(f"family '{family}' declares no theory")
     theory = get_theory(family)
     assert isinstance(theory, Theory)
@@ -135,12 +135,12 @@ def test_plot_labels_come_from_labels_and_time_label(family, runs):
     import attndyn
 
     module = get_family(family)
-    labels = getattr(module, "LABELS", {})
+    labels = module.LABELS
     _, traj, _ = runs
     names = [n for n in module.SUMMARY if n in traj.data_vars] or list(traj.data_vars)[:4]
     fig = attndyn.plot(traj)
     assert [ax.get_ylabel() for ax in fig.axes] == [labels.get(n, n) for n in names]
-    assert {ax.get_xlabel() for ax in fig.axes} == {getattr(module, "TIME_LABEL", "time")}
+    assert {ax.get_xlabel() for ax in fig.axes} == {module.TIME_LABEL}
 
 
 @pytest.mark.parametrize("name", ["aim", "circuits", "markov", "query", "langevin"])

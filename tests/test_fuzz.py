@@ -126,7 +126,7 @@ def stubbed(monkeypatch):
         monkeypatch.setattr(
             family, "simulate", lambda c, *a, name=name, **k: check_accepted(name, c)
         )
-        if getattr(family, "THEORY", None):
+        if family.THEORY:
             kind = f"{name}:theory"
             monkeypatch.setattr(
                 get_theory(name), "predict", lambda c, *a, kind=kind, **k: check_accepted(kind, c)

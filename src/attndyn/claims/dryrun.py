@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
@@ -44,6 +44,9 @@ from attndyn.claims.config import changed
 from attndyn.core import progress
 from attndyn.core.config import canonical, run_id
 from attndyn.errors import InputError
+
+if TYPE_CHECKING:
+    from attndyn.models.base import Family
 
 PROGRAM_FREE = ("seed", "t_max", "records", "grid")
 """Config fields that do not change a simulation's compiled program (nor its per-step time)."""
@@ -290,14 +293,12 @@ def _steps(config: Any) -> int | None:
     return int(steps) if isinstance(steps, int | np.integer) else None
 
 
-def _axes(module: Any, config: Any, steps: np.ndarray) -> dict[str, np.ndarray]:
-    """The family's time axes on ``steps`` (``time_axes``), else time = step."""
-    fn = getattr(module, "time_axes", None)
-    if fn is not None:
-        try:
-            return dict(fn(config, steps))
-        except Exception:  # noqa: BLE001 - a theory config the family's axes do not take
-            pass
+def _axes(family: Family, config: Any, steps: np.ndarray) -> dict[str, np.ndarray]:
+    """The family's time axes on ``steps`` (``time_axes``) for a config of the family (a theory
+    config that derives from it included); time = step for a theory of its own model (e.g.
+    the circuits family's reduced flow, whose config is no family config)."""
+    if isinstance(config, family.Config):
+        return dict(family.time_axes(config, steps))
     return {"time": steps.astype(np.float64)}
 
 

@@ -35,11 +35,7 @@ def family_labels(family: str | None) -> tuple[dict[str, str], str | None, tuple
         module = get_family(family)
     except InputError:
         return {}, None, ()
-    return (
-        dict(getattr(module, "LABELS", {}) or {}),
-        getattr(module, "TIME_LABEL", None),
-        tuple(getattr(module, "SUMMARY", ())),
-    )
+    return dict(module.LABELS), module.TIME_LABEL, tuple(module.SUMMARY)
 
 
 def axis_label(name: str, labels: dict[str, str], time_label: str | None) -> str:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
 
 from attndyn.core import registry
 from attndyn.errors import InputError
-from attndyn.models.base import Benchmark, check_family, check_theory
+from attndyn.models.base import Benchmark, Family, check_family, check_theory, complete_family
 
 
 def family_names() -> list[str]:
@@ -24,23 +23,24 @@ def family_names() -> list[str]:
     return registry.names(registry.FAMILIES)
 
 
-def get_family(name: str) -> Any:
-    """The family registered under ``name``, its contract checked. JAX is set up on first use,
-    so importing attndyn, listing runs or querying never loads JAX."""
+def get_family(name: str) -> Family:
+    """The family registered under ``name``, its contract checked and its optional attributes
+    completed with their defaults (:data:`attndyn.models.base.OPTIONAL`). JAX is set up on first
+    use, so importing attndyn, listing runs or querying never loads JAX."""
     from attndyn.core.jaxsetup import enable_compilation_cache
 
     enable_compilation_cache()
     family = registry.load(registry.FAMILIES, name, "family")
     check_family(family, name)
-    return family
+    return complete_family(family)
 
 
 def get_theory(name: str) -> ModuleType:
     """The theory module of family ``name`` (``Config``, ``SUMMARY``, ``predict``)."""
     family = get_family(name)
-    path = getattr(family, "THEORY", None)
+    path = family.THEORY
     if not path:
-        with_theory = [n for n in family_names() if getattr(get_family(n), "THEORY", None)]
+        with_theory = [n for n in family_names() if get_family(n).THEORY]
         raise InputError(
             f"family '{name}' has no theory; families with theory: {', '.join(with_theory)}"
         )
@@ -53,6 +53,6 @@ def benchmarks() -> dict[str, tuple[str, Benchmark]]:
     """Every family's benchmarks: name → (family, Benchmark)."""
     out: dict[str, tuple[str, Benchmark]] = {}
     for family in family_names():
-        for bench in getattr(get_family(family), "BENCHMARKS", ()):
+        for bench in get_family(family).BENCHMARKS:
             out[bench.name] = (family, bench)
     return out

@@ -24,6 +24,12 @@ A family is a module (or any object) registered in the ``attndyn.families`` entr
   paper's symbols, e.g. ``"p_12": "structural overlap p₁₂ = q₁₂ − t₁t₂"``; ``TIME_LABEL``
   (optional): the label of ``time``, e.g. ``"t = 4nα_d/d"``. :func:`attndyn.plot` uses them and
   the raw name where a label is absent.
+- ``time_axes(config, steps)`` (optional): the record steps → ``{"time": ..., other axes}``
+  (the ``times`` of :func:`attndyn.core.simulate.simulate_problem`); default ``time`` = step.
+  The dry run lays its placeholders on it.
+
+Every optional attribute has its default in :data:`OPTIONAL`; the loader sets it on a family
+that lacks it (:func:`complete_family`).
 
 A Theory module has ``Config`` (a :class:`~attndyn.core.config.GridConfig`), ``SUMMARY`` and
 ``predict(config) -> Trajectory`` with the simulator's observable names on the simulator's time
@@ -39,10 +45,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import xarray as xr
 from pydantic import BaseModel
 
 from attndyn.core.config import GridConfig, SimulationConfig
+from attndyn.core.trajectory import DEFAULT_OVERFLOW
 
 
 @dataclass(frozen=True)
@@ -64,15 +72,44 @@ class Benchmark:
         return fn(quick=quick, torch_reference=torch_reference, log=log)
 
 
+def default_time_axes(config: Any, steps: np.ndarray) -> dict[str, np.ndarray]:
+    """The time axes of a family that declares none: ``time`` = the record step."""
+    return {"time": np.asarray(steps, dtype=np.float64)}
+
+
+OPTIONAL: dict[str, Any] = {
+    "THEORY": None,
+    "BENCHMARKS": (),
+    "EXAMPLE": {},
+    "OVERFLOW": DEFAULT_OVERFLOW,
+    "LABELS": {},
+    "TIME_LABEL": "time",
+    "time_axes": default_time_axes,
+}
+"""The optional attributes of :class:`Family` and their defaults, which
+:func:`complete_family` sets on a family that lacks them."""
+
+
 @runtime_checkable
 class Family(Protocol):
-    """A model family (see the module docstring)."""
+    """A model family (see the module docstring). The attributes below ``simulate`` are
+    optional for a plug-in: :func:`attndyn.models.get_family` gives a family that lacks one the
+    default of :data:`OPTIONAL`, so the framework reads them as plain attributes."""
 
     NAME: str
     Config: type[SimulationConfig]
     SUMMARY: Sequence[str]
 
     def simulate(self, config: Any, seeds: Sequence[int] | None = None) -> xr.Dataset: ...
+
+    THEORY: str | None
+    BENCHMARKS: Sequence[Benchmark]
+    EXAMPLE: Mapping[str, Any]
+    OVERFLOW: float
+    LABELS: Mapping[str, str]
+    TIME_LABEL: str
+
+    def time_axes(self, config: Any, steps: np.ndarray) -> Mapping[str, np.ndarray]: ...
 
 
 @runtime_checkable
@@ -90,19 +127,29 @@ def check_family(obj: Any, name: str) -> None:
     _check(obj, f"family '{name}'", ("NAME", "Config", "SUMMARY", "simulate"), SimulationConfig)
     if obj.NAME != name:
         raise TypeError(f"family registered as '{name}' says NAME = {obj.NAME!r}")
-    bound = getattr(obj, "OVERFLOW", 1.0)
+    bound = getattr(obj, "OVERFLOW", OPTIONAL["OVERFLOW"])
     if isinstance(bound, bool) or not isinstance(bound, int | float) or not bound > 0:
         raise TypeError(f"family '{name}': OVERFLOW must be a positive number, got {bound!r}")
-    labels = getattr(obj, "LABELS", {})
+    labels = getattr(obj, "LABELS", OPTIONAL["LABELS"])
     if not isinstance(labels, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) and v for k, v in labels.items()
     ):
         raise TypeError(f"family '{name}': LABELS must map names to non-empty strings")
-    if not isinstance(getattr(obj, "TIME_LABEL", "time"), str):
+    if not isinstance(getattr(obj, "TIME_LABEL", OPTIONAL["TIME_LABEL"]), str):
         raise TypeError(f"family '{name}': TIME_LABEL must be a string")
-    for bench in getattr(obj, "BENCHMARKS", ()):
+    if not callable(getattr(obj, "time_axes", OPTIONAL["time_axes"])):
+        raise TypeError(f"family '{name}': time_axes must be a function (config, steps) -> axes")
+    for bench in getattr(obj, "BENCHMARKS", OPTIONAL["BENCHMARKS"]):
         if not isinstance(bench, Benchmark):
             raise TypeError(f"family '{name}': BENCHMARKS must hold Benchmark entries")
+
+
+def complete_family(obj: Any) -> Family:
+    """``obj`` with every optional attribute it lacks set to its default (:data:`OPTIONAL`)."""
+    for name, default in OPTIONAL.items():
+        if not hasattr(obj, name):
+            setattr(obj, name, default)
+    return obj
 
 
 def check_theory(obj: Any, name: str) -> None:

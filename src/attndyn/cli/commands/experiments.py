@@ -25,8 +25,8 @@ def list_() -> None:
         first = " ".join((family.__doc__ or "").strip().split("\n\n")[0].split())
         families.add_row(
             name,
-            "yes" if getattr(family, "THEORY", None) else "no",
-            ", ".join(b.name for b in getattr(family, "BENCHMARKS", ())) or "—",
+            "yes" if family.THEORY else "no",
+            ", ".join(b.name for b in family.BENCHMARKS) or "—",
             first.split(". ")[0].rstrip("."),
         )
     terminal.console.print(families)

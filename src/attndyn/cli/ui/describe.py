@@ -118,7 +118,7 @@ def describe_family(name: str) -> dict[str, Any]:
         "fields": own,
         "theory": None,
     }
-    if getattr(family, "THEORY", None):
+    if family.THEORY:
         theory = get_theory(name)
         names = {f["name"] for f in own}
         out["theory"] = {

@@ -11,7 +11,8 @@ one seed and batch 1 (float32):
   summed so nothing is skipped), per step; ``step_over_draw`` = (1/steps_per_s)/draw_s — target
   ≤ 1.5 for the full simulation step (``target_met``). For the streamed two-pass route the draw is
   done twice, so its ratio is ≈ 2 by construction (reported, not targeted).
-- ``numpy_steps_per_s``: a plain NumPy loop doing the same step the way one writes it
+- ``numpy_steps_per_s``: a plain NumPy loop (:mod:`attndyn_bench.query`, imported only when
+  the benchmark runs) doing the same step the way one writes it
   (``rng.standard_normal((n, d), float32)``, add θξu to the informative rows, four
   matrix–vector products for the gradient, update, normalise); ``numpy_draw_s`` its draw alone,
   ``numpy_step_over_draw``; ``speedup_vs_numpy`` = steps_per_s / numpy_steps_per_s.
@@ -33,14 +34,35 @@ import numpy as np
 
 from attndyn.core.config import validate
 from attndyn.core.timing import AdvanceRunner, calibrated_best, cpu_model, progress
+from attndyn.models.base import Benchmark
+from attndyn.models.query import model
+from attndyn.models.query.config import QueryConfig as Config
+from attndyn.models.query.simulation import build, token_spec
+
+BENCHMARKS = (
+    Benchmark(
+        "query",
+        "attndyn.models.query.bench:run_query_benchmark",
+        "SGA steps/s: the full and the reduced sampler, against the token draw and NumPy",
+        (
+            "sampler",
+            "d",
+            "n_nuisance",
+            "steps_per_s",
+            "step_over_draw",
+            "speedup_vs_numpy",
+            "speedup_vs_full",
+            "target_met",
+        ),
+    ),
+)
+"""The family's benchmark (``attndyn bench --name query``)."""
 
 TARGET_STEP_OVER_DRAW = 1.5
 
 
 def bench_config(d: int, n_nuisance: int, **overrides):
     """The benchmarked configuration: one seed, batch 1, float32, sphere, default tokens."""
-    from attndyn.models.query import Config
-
     values = dict(d=d, n_nuisance=n_nuisance, seeds=1, batch=1, eval_samples=0)
     values.update(overrides)
     return validate(Config, values)
@@ -48,8 +70,6 @@ def bench_config(d: int, n_nuisance: int, **overrides):
 
 def time_simulator(config, min_seconds: float, repeats: int) -> dict:
     """Steady-state SGA steps per second of the trainer's jitted advance (one seed)."""
-    from attndyn.models.query import build
-
     run = AdvanceRunner(build(config, n_seeds=1), np.arange(1))
     steps, seconds, cpu = calibrated_best(run, min_seconds, repeats)
     return {"steps_per_s": steps / seconds, "steps_timed": steps, "cpus_used": cpu / seconds}
@@ -57,8 +77,6 @@ def time_simulator(config, min_seconds: float, repeats: int) -> dict:
 
 def time_jax_draw(config, min_seconds: float, repeats: int) -> float:
     """Seconds per draw of one sample's tokens in JAX, as the whole route draws them."""
-    from attndyn.models.query import model, token_spec
-
     spec = token_spec(config, n_seeds=1)
     u = jnp.zeros((config.d,), jnp.float32).at[0].set(1.0)
 
@@ -80,67 +98,7 @@ def time_jax_draw(config, min_seconds: float, repeats: int) -> float:
     return seconds / steps
 
 
-def numpy_gradient(q: np.ndarray, x: np.ndarray, beta: float) -> np.ndarray:
-    """∇_q‖a‖² = 2β((w∘c)ᵀX − (wᵀc)a), c = Xa (docs/query.md), in NumPy."""
-    s = beta * (x @ q)
-    w = np.exp(s - s.max())
-    w /= w.sum()
-    a = w @ x
-    h = w * (x @ a)
-    return 2 * beta * (h @ x - h.sum() * a)
-
-
-def numpy_step_fn(config, seed: int = 0):
-    """One projected SGA step in plain NumPy (float32), for one seed and batch 1:
-    tokens z ~ N(0, σ²I) with θξu added to the first n_I rows, s = βXq, w = softmax(s),
-    a = wᵀX, c = Xa, g = 2β((w∘c)ᵀX − (wᵀc)a), q ← (q + η_k g)/‖q + η_k g‖."""
-    d, n_i, n = config.d, config.n_informative, config.n_tokens
-    sigma, beta, theta = config.sigma_eff, config.beta_eff, config.theta
-    rng = np.random.default_rng(seed)
-    u = np.zeros(d, np.float32)
-    u[0] = 1.0
-    q = rng.standard_normal(d).astype(np.float32)
-    q /= np.linalg.norm(q)
-    state = {"q": q, "k": 0}
-
-    def draw() -> np.ndarray:
-        x = rng.standard_normal((n, d), dtype=np.float32)
-        if sigma != 1.0:
-            x *= np.float32(sigma)
-        xi = np.float32(rng.choice((-1.0, 1.0)))
-        x[:n_i] += (theta * xi) * u
-        return x
-
-    def step() -> None:
-        q, k = state["q"], state["k"]
-        g = numpy_gradient(q, draw(), beta)
-        eta = config.eta * (config.k0 / (k + config.k0)) ** config.gamma
-        q = q + np.float32(eta) * g
-        state["q"], state["k"] = q / np.linalg.norm(q), k + 1
-
-    return step, draw
-
-
-def time_numpy(config, min_seconds: float, repeats: int) -> dict:
-    step, draw = numpy_step_fn(config)
-
-    def run_steps(n: int) -> None:
-        for _ in range(n):
-            step()
-
-    def run_draws(n: int) -> None:
-        for _ in range(n):
-            draw()
-
-    run_steps(1)
-    steps, seconds, _ = calibrated_best(run_steps, min_seconds, repeats)
-    draws, draw_seconds, _ = calibrated_best(run_draws, min_seconds, repeats)
-    return {"numpy_steps_per_s": steps / seconds, "numpy_draw_s": draw_seconds / draws}
-
-
 def _row_label(config) -> str:
-    from attndyn.models.query import token_spec
-
     sampler = getattr(config, "sampler", "full")
     if sampler != "full":
         return sampler
@@ -158,8 +116,6 @@ def run_query_benchmark(
     sampler, at (d, n_nuisance) (default 256, 10,000). ``quick``: ≈0.2 s per timing, one
     repetition; otherwise ≥ 1 s, best of 3. The reference is NumPy, so ``torch_reference`` is
     unused."""
-    from attndyn.models.query import Config
-
     min_seconds, repeats = (0.2, 1) if quick else (1.0, 3)
 
     say = progress(log)
@@ -174,6 +130,8 @@ def run_query_benchmark(
     say(f"query d = {d}, n_N = {n_nuisance}: JAX draw alone ...")
     draw_s = time_jax_draw(configs[0], min_seconds, repeats)
     say(f"  {draw_s * 1e3:.3g} ms per draw; NumPy loop ...")
+    from attndyn_bench.query import time_numpy
+
     ref = time_numpy(configs[0], min_seconds, repeats)
     say(f"  NumPy {ref['numpy_steps_per_s']:.3g} steps/s, draw {ref['numpy_draw_s'] * 1e3:.3g} ms")
     common = {

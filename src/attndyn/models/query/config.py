@@ -168,3 +168,12 @@ class QueryConfig(SimulationConfig):
     @property
     def total_steps(self) -> int:
         return max(1, int(math.ceil(self.t_max)))
+
+
+NAME = "query"
+"""The registered family name."""
+
+EXAMPLE = dict(
+    d=6, n_informative=3, n_nuisance=40, batch=3, t_max=20, records=4, seeds=2, eval_samples=2
+)
+"""A small config that runs in about a second (contract tests, docs)."""
