@@ -1,7 +1,7 @@
 """One-layer transformer on Markov chains and text: focus–dilution cycles (arXiv 2605.01199).
 
 Chen, Lin, Xu & Luo, "Focus and Dilution: The Multi-stage Learning Process of Attention" (ICML
-2026); the model, the data and our readings: docs/focus.md.
+2026); the model, the data and our readings: docs/markov.md.
 
 The family's contract (:mod:`attndyn.models.base`), re-exported from its role files:
 config.py (``NAME``, ``Config``, ``EXAMPLE``), data.py (π, P, sequences; ``DataLaw``) and

@@ -2,7 +2,7 @@
 
 Chen, Lin, Xu & Luo, "Focus and Dilution: The Multi-stage Learning Process of Attention" (ICML
 2026). The model (Def. 2.2), the data (Def. 2.1, Eqs. 1–2), the population limit (Prop. 2.3) and
-the readings we chose where the paper is silent are in docs/focus.md.
+the readings we chose where the paper is silent are in docs/markov.md.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class MarkovConfig(SimulationConfig):
     the s → ∞ limit); ``online`` draws a fresh batch of Markov sequences (Def. 2.1) each step;
     ``fixed`` draws ``n_sequences`` sequences once per seed and samples mini-batches from them
     (the paper's 100,000 sequences of length 20); ``text`` trains on windows of a tokenised corpus
-    (``corpus``). π is ``pi`` when given, else built by ``pi_kind`` (docs/focus.md, "Data").
+    (``corpus``). π is ``pi`` when given, else built by ``pi_kind`` (docs/markov.md, "Data").
     Time: ``time`` = lr·step, the gradient-flow time for GD and the flow solver.
     """
 

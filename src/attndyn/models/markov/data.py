@@ -3,7 +3,7 @@
 - Eq. 1: π₁ frequent, π_i = (1 − π₁)/(d − 1) + c_i δ for i ≥ 2 with Σc_i = 0 (:func:`two_group_pi`).
 - Section 4.1: π = (0.75, 0.19, 0.05, 0.01); Appendix E.1: π₀ = (1/2, 1/4, …, 1/2^d) with
   π = π₀/‖π₀‖. As printed (Euclidean norm) that is not a distribution; we normalise by the sum
-  ‖π₀‖₁, the reading under which π is stationary for P (docs/focus.md, "Data").
+  ‖π₀‖₁, the reading under which π is stationary for P (docs/markov.md, "Data").
 - Eq. 2: P = λI + (1 − λ)𝟙πᵀ, πᵀP = πᵀ. For Section 4.1's "distinct transition matrices sharing
   π" we offer P = λQ + (1 − λ)𝟙πᵀ with Q a random Metropolis chain reversible for π.
 - Def. 2.1: x₁ ~ Unif([d]), x_{j+1} ~ P_{x_j}; input (x₁ … x_s), label x_{s+1}. Tokens are

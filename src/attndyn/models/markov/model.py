@@ -7,7 +7,7 @@ cross-entropy of the last position's output against the label (Eq. 3). In the sh
     M = W₀W₁ (d×d),   Φ = W₀ W_Q W_Kᵀ W₀ᵀ (d×d),
 
 the last position's logits are z = Σ_t a_t M_{x_t,:} with a_t ∝ exp(Φ_{x_s, x_t}), so a batch
-costs O(d m²) for (M, Φ) plus O(B s d) for the gathers. Options (off by default, docs/focus.md):
+costs O(d m²) for (M, Φ) plus O(B s d) for the gathers. Options (off by default, docs/markov.md):
 logits divided by √m_k, a residual path (z += (W₀W₁)_{x_s,:}), a value matrix
 (M = W₀W_VW₁) and causal training of every position.
 

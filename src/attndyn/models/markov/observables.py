@@ -11,7 +11,7 @@ and bigram P̂ — evaluated in the population limit of Prop. 2.3:
 - ``sv_ratio_W0`` σ₂(W₀)/σ₁(W₀): the size of W₀ off its rank-one manifold (Thm 3.9's
   transverse direction, experiments/markov/symmetry.py);
 - ``gradM_sv1``: the top singular value of G = ∂L/∂M = 𝔸ᵀ diag(π)(ℙ − P) (Prop. 2.3), the
-  growth rate of a perturbation off the rank-one manifold (docs/focus.md, "Symmetry and
+  growth rate of a perturbation off the rank-one manifold (docs/markov.md, "Symmetry and
   restart");
 - for tracked tokens i, j: ``attn_i_j`` = 𝔸_ij, ``entropy_i`` = H(𝔸_i) (nats), ``norm_i`` =
   ‖W₀[i]‖, ``gamma_i`` = (W₀ v₁)_i with v₁ W₀'s top right singular vector (sign: Σπ_iγ_i ≥ 0),

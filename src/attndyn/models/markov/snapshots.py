@@ -8,7 +8,7 @@ observables of observables.py, per record:
 
 - ``W0``: the embedding (seed, time, d, m);
 - ``w0_pi``: ‖πᵀW₀‖/‖π‖, the embedding's component along the Stage-I left singular direction
-  π/‖π‖ (Thm 3.2, Eq. 11); in the linearisation Eq. 10 it grows as e^{σ₁t} (docs/focus.md);
+  π/‖π‖ (Thm 3.2, Eq. 11); in the linearisation Eq. 10 it grows as e^{σ₁t} (docs/markov.md);
 - ``stage1_mode``: ‖W₀ᵀπ̂ + W₁v̂‖/√2, π̂ = π/‖π‖, v̂ = (π − 𝟙/d)/‖π − 𝟙/d‖ (v̂ = 0 for uniform
   π): Thm 3.2's linearisation Ẇ₀ = σ₁π̂(W₁v̂)ᵀ, Ẇ₁ = σ₁(W₀ᵀπ̂)v̂ᵀ moves only x = W₀ᵀπ̂ and
   y = W₁v̂, by ẋ = σ₁y, ẏ = σ₁x, so (x + y)/√2 grows as exactly e^{σ₁t} from t = 0 and

@@ -5,7 +5,7 @@ arXiv 2605.01199 (abstract, Section 3) describes one focus–dilution cycle as
 2. focus — attention concentrates on the high-frequency token (Props 3.4–3.5);
 3. dilution — attention of low-frequency queries on the frequent token falls (Thm 3.7);
 4. restart — a new embedding direction opens: the rank of W₀ rises (Thm 3.9),
-and the cycle repeats. The detector reads each stage off one signal (docs/focus.md, "Stages"):
+and the cycle repeats. The detector reads each stage off one signal (docs/markov.md, "Stages"):
 
 - ``condensation``: the effective rank of W₀ falling from its initial value to ≤ 1 + ``rank_tol``;
 - ``restart``: after condensation, the first upward crossing of each level k + 1/2 (k ≥ 1) by the

@@ -19,7 +19,7 @@ Both are linear in δ as δ → 0 (with different slopes, since θ(δ) − θ₀
 critical-point one bends once δ is comparable with the small nonzero eigenvalues of the Hessian
 on 𝒲. Whether θ₀ is neutrally stable on 𝒲 (Prop. 3.8) depends on (π₁, λ): at (0.6, 0.5) it is,
 at (0.7, 0.8) the symmetric flow's end point has an O(1) unstable direction on 𝒲 breaking
-γ₂ = γ₃ (:func:`degenerate_point` keeps the symmetry exactly). Measured numbers: docs/focus.md.
+γ₂ = γ₃ (:func:`degenerate_point` keeps the symmetry exactly). Measured numbers: docs/markov.md.
 """
 
 from __future__ import annotations
