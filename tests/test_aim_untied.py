@@ -424,8 +424,8 @@ def test_experiment_presets_validate():
     exp, small = experiment_config("aim-untied", "small", {})
     assert exp.cases(small) == ["h1", "h2-centred", "h2-repaired"]
     _, paper = experiment_config("aim-untied", "paper", {})
-    assert paper.d[-1] == 800 and paper.batch == 4096
-    assert paper.lr / (800 * np.log(800)) == pytest.approx(0.01 / 4096)
+    assert paper.d[-1] == 800 and paper.base.batch == 4096
+    assert paper.base.lr / (800 * np.log(800)) == pytest.approx(0.01 / 4096)
     assert "h3-centred" in exp.cases(paper)
 
 

@@ -194,12 +194,27 @@ def _stored(store, item: RunItem) -> bool:
     return store.stored(item.run_id)  # a damaged file is quarantined and redone
 
 
+def _experiment_overrides(name: str, config: dict) -> dict:
+    """A stored experiment config as overrides: the seed fields of its nested configs dropped,
+    since the experiment's own ``seed`` and ``seeds`` set them (claims/config.py)."""
+    from attndyn.claims import get_experiment
+    from attndyn.claims.config import SEED_FIELDS, base_fields
+
+    own = get_experiment(name).Config
+    out = dict(config)
+    for field_name in base_fields(own):
+        if isinstance(out.get(field_name), dict):
+            drop = {k for k in SEED_FIELDS if k in own.model_fields}
+            out[field_name] = {k: v for k, v in out[field_name].items() if k not in drop}
+    return out
+
+
 def _run_group(task: Task, group: Group, missing: list[RunItem], store) -> None:
     if task.kind == "experiment":
         from attndyn.claims.runner import run_experiment
 
         (item,) = group.runs
-        overrides = {k: v for k, v in item.config.items()}
+        overrides = _experiment_overrides(task.name, item.config)
         run_experiment(task.name, item.preset or "small", overrides, out=store.root)
         store.clear_failure(item.run_id)
         return
