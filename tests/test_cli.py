@@ -58,6 +58,7 @@ def test_bench_unknown_family_exit_2():
     assert len(lines) == 1 and "'name'" in lines[0] and "circuits" in lines[0]
 
 
+@pytest.mark.slow  # 11 CPU s
 def test_simulate_stores_then_reuses_and_query_reads_it(tmp_path):
     out = str(tmp_path / "results")
     args = [
@@ -96,6 +97,7 @@ def test_simulate_stores_then_reuses_and_query_reads_it(tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # 4 CPU s
 def test_results_folder_from_environment(tmp_path):
     import os
 
@@ -136,6 +138,7 @@ def test_run_bad_input_one_line_exit_2_nothing_written(tmp_path, args, field):
     assert not out.exists()
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_json_stdout_is_only_json_when_lapack_complains(tmp_path):
     # lr = 1e6 diverges at once and LAPACK (inside XLA's SVD) prints "** On entry to SLASCL ..."
     # straight to file descriptor 1 (issue 14, item 8); stdout must still be the JSON alone
