@@ -99,6 +99,7 @@ register_activation("boom", boom)
 """
 
 
+@pytest.mark.slow  # 11 CPU s
 def test_failed_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     """An activation that raises (registered in every process through sitecustomize): its runs
     are recorded in the failures view with the error and the config, the other runs are stored,
