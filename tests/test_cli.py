@@ -68,6 +68,7 @@ def test_bench_json_without_name_lists_the_benchmarks():
     assert all(row["family"] and row["description"] for row in listed)
 
 
+@pytest.mark.slow  # 11 CPU s
 def test_simulate_stores_then_reuses_and_query_reads_it(tmp_path):
     out = str(tmp_path / "results")
     args = [
@@ -106,6 +107,7 @@ def test_simulate_stores_then_reuses_and_query_reads_it(tmp_path):
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # 4 CPU s
 def test_results_folder_from_environment(tmp_path):
     import os
 
@@ -146,6 +148,7 @@ def test_run_bad_input_one_line_exit_2_nothing_written(tmp_path, args, field):
     assert not out.exists()
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_json_stdout_is_only_json_when_lapack_complains(tmp_path):
     # lr = 1e6 diverges at once and LAPACK (inside XLA's SVD) prints "** On entry to SLASCL ..."
     # straight to file descriptor 1 (issue 14, item 8); stdout must still be the JSON alone

@@ -4,8 +4,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 
+@pytest.mark.slow  # 28 CPU s
 def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
     out = tmp_path / "demo"
     proc = subprocess.run(

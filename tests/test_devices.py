@@ -101,6 +101,7 @@ def on_one_and_two(family: str, values: dict | None = None) -> dict:
     return {**json.loads(proc.stdout.strip().splitlines()[-1]), "stderr": proc.stderr}
 
 
+@pytest.mark.slow  # 5 to 15 CPU s a case
 @pytest.mark.parametrize("family, values", [("aim", AIM), ("markov", MARKOV), ("flow", None)])
 def test_trajectories_agree_on_one_and_two_devices(family, values):
     both = on_one_and_two(family, values)
@@ -148,6 +149,7 @@ def test_more_devices_than_visible_is_exit_2_with_one_line(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow  # 8 CPU s
 def test_the_device_count_is_not_part_of_the_run_id(tmp_path):
     """A run computed on 2 devices has the id of the same config without --devices, and the
     same call without --devices (here, on one device) reads it back."""

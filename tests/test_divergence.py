@@ -124,6 +124,7 @@ def _readme_sweep(tmp_path, spec: dict) -> dict:
     return json.loads(res.stdout)
 
 
+@pytest.mark.slow  # 6 CPU s
 def test_readme_sweep_example_has_no_diverged_seed_scaled_down(tmp_path):
     """The README's spec at its smallest and largest d and two seed values."""
     spec = _readme_spec()

@@ -112,6 +112,7 @@ def test_a_run_above_max_hours_needs_yes(tmp_path, monkeypatch, capsys):
     assert set(json.loads(stdout)["run_ids"]) == set(Store(out).run_ids())
 
 
+@pytest.mark.slow  # 6 CPU s
 def test_estimates_of_one_program_match_the_measured_runs(tmp_path):
     """Two aim runs of one program (t_max 0.5 and 2: about 0.7 s and 2 s on two cores): one
     calibration (which compiles the program), the longer run's time scaled by its steps; each

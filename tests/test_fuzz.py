@@ -448,6 +448,7 @@ def results(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow  # 9 CPU s
 def test_read_commands_fuzzed_sql(results, scratch):
     before = _digest(results)
 

@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+import pytest
 
 from attndyn.core import jaxsetup
 
@@ -11,6 +12,7 @@ def test_ynn_flag_is_set_before_jax_runs():
     assert "xla_cpu_experimental_ynn_fusion_type" in os.environ.get("XLA_FLAGS", "")
 
 
+@pytest.mark.slow  # 6 CPU s
 def test_one_head_attention_with_64_chains_runs():
     """jaxlib 0.10's YNNPACK reduce fusion failed here at run time ("ternary_elementwise …")."""
     from attndyn.models import langevin
@@ -32,6 +34,7 @@ print(float(jax.jit(lambda x: jnp.tanh(x @ x.T).sum())(jnp.ones((8, 8)))))
 """
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_a_truncated_compilation_cache_entry_is_skipped_and_rewritten(tmp_path):
     """JAX 0.10 warns about a truncated entry on every run and never rewrites it; attndyn's
     cache read removes it quietly, so the run recompiles and stores a whole entry again."""
@@ -69,6 +72,7 @@ print(jax.config.jax_default_matmul_precision)
 """
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_float32_matmuls_are_full_precision_unless_the_user_chose():
     """JAX's default lets GPUs use TF32 for float32 dots; attndyn asks for full float32, and a
     precision set through JAX_DEFAULT_MATMUL_PRECISION is left alone."""

@@ -55,6 +55,7 @@ def _check_one_step(config):
         np.testing.assert_allclose(after.params["theta"][i], expected, rtol=0, atol=1e-14)
 
 
+@pytest.mark.slow  # 7 CPU s
 def test_weak_order_one_on_ornstein_uhlenbeck():
     """|E θ_T² (trainer) − v(T) (SDE)| ∝ h: 4096 chains × 64 coordinates per step size; the
     measured E θ_T² agree with the EM chain's exact second moment within 4.5 standard errors,

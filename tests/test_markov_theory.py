@@ -255,6 +255,7 @@ def degenerate():
         return sy.degenerate_point(PI1, LAM39)
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_prop38_degenerate_point(degenerate):
     """At δ = 0 Eq. 20 from θ_c¹ stalls where ∂L/∂M = ∂L/∂Φ = 0, neutrally stable on 𝒲, and
     the Hessian block off 𝒲 vanishes (the transverse degeneracy)."""
@@ -295,6 +296,7 @@ def test_thm39_scales_and_lemma_d17_mechanism(delta, degenerate):
     assert out["rate"] == pytest.approx(out["sigma_gm"], rel=1e-6)
 
 
+@pytest.mark.slow  # 6 CPU s
 def test_predict_passes_the_unigram_plateau_and_stalls_with_the_simulator():
     """predict (Eq. 20 from the Stage-I point) for symmetric low-frequency tokens: its loss gap
     passes Prop. 3.3's plateau and settles at Prop. 3.8's stall; the simulator's full flow

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from attndyn import runs
 from attndyn.runs.estimate import expected_time
 from attndyn.store import Store
 
 
+@pytest.mark.slow  # 7 CPU s
 def test_expected_time_calibrates_runs_to_compute_and_reuses_stored_ones(tmp_path):
     store = Store(tmp_path)
     small = dict(d=8, records=4, batch=4, test_size=16, seeds=2)

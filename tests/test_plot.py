@@ -169,6 +169,7 @@ print(matplotlib.get_backend(), plt.get_fignums(), outcome.figure.stat().st_size
 """
 
 
+@pytest.mark.slow  # 7 CPU s
 def test_run_leaves_a_notebooks_backend_and_pyplot_alone(tmp_path):
     """A caller on the svg backend (as a notebook on its inline one) keeps it, and pyplot holds
     no figure after an experiment drew its own (circuits-ode: the fastest tiny preset)."""

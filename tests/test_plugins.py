@@ -72,6 +72,7 @@ def test_store_round_trip_and_query(toy, tmp_path):
     assert list(runs["family"]) == ["toy"]
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_sweep_runs_the_plugin(toy, tmp_path):
     from attndyn.sweep import run_sweep
 
@@ -98,6 +99,7 @@ def _cli(*args, out):
     )  # fmt: skip
 
 
+@pytest.mark.slow  # 19 CPU s
 def test_cli_lists_simulates_and_predicts_the_plugin(toy, tmp_path):
     listed = subprocess.run(
         [sys.executable, "-m", "attndyn", "list"], capture_output=True, text=True, timeout=300

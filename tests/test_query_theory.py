@@ -69,6 +69,7 @@ def _simulator_mc(law: TokenLaw, q, u, samples: int, seed: int) -> tuple[float, 
     return float(v.mean()), float(v.std(ddof=1) / np.sqrt(samples))
 
 
+@pytest.mark.slow  # 9 CPU s
 @pytest.mark.parametrize(
     "sign_mode",
     [
@@ -108,6 +109,7 @@ def test_sign_symmetry_holds_with_signs_and_fails_without():
         assert (z_red < 4.5) if symmetric else (z_red > 10), (sign_mode, z_red)
 
 
+@pytest.mark.slow  # 8 CPU s
 def test_uniform_attention_closed_form():
     """β = 0: w = 1/n, so E‖a‖² = E‖x̄‖² = θ²E(Σξ_i)²/n² + dσ²/n, with E(Σξ)² = n_I² (sequence,
     none) or n_I (token); Φ is flat (Φ' = 0 exactly under CRN)."""
@@ -128,6 +130,7 @@ def test_uniform_attention_closed_form():
         assert np.all(np.abs(r["dphi"]) < 1e-12)
 
 
+@pytest.mark.slow  # 8 CPU s
 def test_crn_derivatives_match_finite_differences():
     """F̂ is a smooth function of (α, b) under common random numbers: its autodiff derivatives
     equal central differences of F̂ (step 1e-5, float64: agreement to ~1e-8 relative)."""
@@ -150,6 +153,7 @@ def test_crn_derivatives_match_finite_differences():
     np.testing.assert_allclose(fd / (2 * h), d, rtol=1e-6)
 
 
+@pytest.mark.slow  # 9 CPU s
 def test_chebyshev_fit_and_endpoint_derivative():
     """The Chebyshev series reproduces Φ̂ between its nodes to 1e-9 and its derivative matches
     the exact CRN derivative, including Φ'(1) = F_a(1, 0) − F_bb(1, 0) at the pole."""
@@ -162,6 +166,7 @@ def test_chebyshev_fit_and_endpoint_derivative():
     np.testing.assert_allclose(fit.phi([-0.3, -0.8]), fit.phi([0.3, 0.8]), rtol=1e-12)
 
 
+@pytest.mark.slow  # 9 CPU s
 def test_sphere_drift_factor_against_simulator_gradient():
     """The mean one-step drift of projected SGA, ⟨E ĝ, u⟩ − m⟨E ĝ, q⟩ with ĝ the simulator's
     gradient of ‖a‖², equals (1 − m²)Φ'(m) (ODE-S: the constant is 1, β is inside Φ)."""
@@ -180,6 +185,7 @@ def test_sphere_drift_factor_against_simulator_gradient():
         assert abs(r["rhs"][0]) > 3 * tol  # the drift is resolved, not 0 ± noise
 
 
+@pytest.mark.slow  # 8 CPU s
 def test_fixed_points_and_flow():
     """Baseline law (digest §4 [O]): ±1 stable with slope −2Φ'(1), 0 unstable with slope Φ''(0);
     flows from (0, 1) rise monotonically to 1, from (−1, 0) fall to −1, m = 0 stays."""
@@ -205,6 +211,7 @@ def test_fixed_points_and_flow():
     assert rate == pytest.approx(2 * fit.dphi(1.0), rel=1e-2)
 
 
+@pytest.mark.slow  # 11 CPU s
 def test_predict_on_simulator_grid_and_config_errors():
     values = dict(
         d=8,
@@ -238,6 +245,7 @@ def test_predict_on_simulator_grid_and_config_errors():
         attndyn.predict("query", mc_samples=1)
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_phi_fit_cached_and_inv_d_law():
     cfg = QueryTheoryConfig(
         d=16, noise_scaling="inv_d", beta=4.0, beta_scaling="inv_sqrt_d", mc_samples=256
@@ -247,6 +255,7 @@ def test_phi_fit_cached_and_inv_d_law():
     assert phi_fit(cfg) is phi_fit(cfg)
 
 
+@pytest.mark.slow  # 13 CPU s
 def test_unconstrained_flow_tracks_sgd_at_small_step():
     """ODE-U (α̇ = F_α − l2 α, ḃ = F_b − l2 b) against the unconstrained simulator (constant
     η = 0.01, 16 seeds, m₀ = 0.3, ‖q₀‖ = 1) up to ODE time 1. Measured: overlap 0.4125 (theory)
@@ -269,6 +278,7 @@ def test_unconstrained_flow_tracks_sgd_at_small_step():
     assert th["q_norm"].values[-1] > 1.5  # ‖q‖ grows: the flow is not the sphere's
 
 
+@pytest.mark.slow  # 17 CPU s
 def test_predict_starts_at_the_reduced_samplers_initial_state():
     import attndyn
 

@@ -6,10 +6,12 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+@pytest.mark.slow  # 7 CPU s
 def test_readme_plotting_example_runs(tmp_path, monkeypatch):
     """The README's Python API example up to "# reproduce", as written except for its sizes
     (``common`` at d = 32, lr = 0.02, two seeds, eight records instead of d = 128; at lr = 0.05

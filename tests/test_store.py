@@ -27,6 +27,7 @@ def stored(tmp_path_factory):
     return root, config, traj, reused
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_roundtrip_restores_the_trajectory(stored):
     root, config, traj, reused = stored
     assert not reused

@@ -101,6 +101,7 @@ def damage(root, ids) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow  # 14 CPU s
 def test_damage_in_every_folder_is_reported_and_only_damaged_runs_are_redone(
     built, tmp_path, monkeypatch, capsys
 ):

@@ -25,6 +25,7 @@ def simulate_args(out) -> list[str]:
     return [sys.executable, "-m", "attndyn", "simulate", "aim", *sets, "--out", str(out), "--json"]
 
 
+@pytest.mark.slow  # 10 CPU s
 def test_two_identical_simulations_racing_compute_once(tmp_path):
     """Both processes are held at the run's lock (the test holds it until both wait there),
     so both have found the run missing; then exactly one computes and the other reads it."""

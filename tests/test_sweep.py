@@ -99,6 +99,7 @@ register_activation("boom", boom)
 """
 
 
+@pytest.mark.slow  # 11 CPU s
 def test_failed_runs_are_recorded_and_the_sweep_goes_on(tmp_path):
     """An activation that raises (registered in every process through sitecustomize): its runs
     are recorded in the failures view with the error and the config, the other runs are stored,
@@ -161,6 +162,7 @@ os.execv(sys.executable, [sys.executable, "-m", "attndyn", *sys.argv[1:]])
 """
 
 
+@pytest.mark.slow  # 16 CPU s
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs POSIX file-size limits")
 def test_disk_full_mid_sweep_stops_with_a_clear_error_and_no_partial_files(tmp_path):
     """Writes past 4 KiB fail with EFBIG in the sweep and its workers, as on a full disk; every
@@ -186,6 +188,7 @@ def test_disk_full_mid_sweep_stops_with_a_clear_error_and_no_partial_files(tmp_p
     assert leftovers == [], leftovers
 
 
+@pytest.mark.slow  # 6 CPU s
 def test_dask_local_cluster_gives_the_local_executors_values(zipped, tmp_path):
     """``--executor dask`` without an address starts a local Dask cluster (here one worker);
     same stored values as the local process pool with two workers."""
@@ -237,6 +240,7 @@ def test_experiment_sweep_stores_experiment_runs_and_skips_them(tmp_path):
     assert (again.skipped, again.done) == (1, 0)
 
 
+@pytest.mark.slow  # 4 CPU s
 def test_unreachable_dask_scheduler_is_one_line_exit_1(tmp_path):
     pytest.importorskip("distributed")
     import socket

@@ -111,6 +111,7 @@ def n_stored(root: Path) -> int:
     return sum(1 for _ in runs.glob("*.parquet")) if runs.is_dir() else 0
 
 
+@pytest.mark.slow  # 35 CPU s
 def test_dask_worker_killed_mid_sweep(spec_path, reference, expected_ids, tmp_path):
     from distributed import Client
 
@@ -187,6 +188,7 @@ def test_dask_worker_killed_mid_sweep(spec_path, reference, expected_ids, tmp_pa
         logs.close()
 
 
+@pytest.mark.slow  # 17 CPU s
 def test_sweep_killed_then_rerun_runs_only_missing(spec_path, reference, expected_ids, tmp_path):
     out = tmp_path / "killed"
     sweep = attndyn("sweep", str(spec_path), "--out", str(out), "--workers", "2", "--json")
@@ -223,6 +225,7 @@ def test_sweep_killed_then_rerun_runs_only_missing(spec_path, reference, expecte
     assert_same_store(out, reference, expected_ids)
 
 
+@pytest.mark.slow  # 5 CPU s
 def test_half_written_files_are_never_read(spec_path, reference, tmp_path):
     """A killed writer leaves only a hidden temporary file: it is not a run for the views, the
     planner or the store; the sweep computes that run; stale temporaries are removed."""
