@@ -195,9 +195,10 @@ class TopicWords:
         return B
 
     def topic_chain(self) -> np.ndarray:
-        from attndyn.models.markov.data import lazy_chain
-
-        return lazy_chain(np.full(self.n_topics, 1.0 / self.n_topics), self.stay)
+        # the lazy chain of Eq. 2 over uniform topics, λ = stay (as data.lazy_chain, which
+        # imports this module)
+        k = self.n_topics
+        return self.stay * np.eye(k) + (1.0 - self.stay) * np.full((k, k), 1.0 / k)
 
     @property
     def pi(self) -> np.ndarray:
