@@ -77,7 +77,12 @@ def test_grouped_runs_are_slices_of_one_vmapped_simulation(zipped):
         grouped = item.config["lr"] == 0.02
         expected = whole.sel(seed=[first, first + 1]) if grouped else alone
         for name in expected.data_vars:
-            np.testing.assert_array_equal(stored[name].values, expected[name].values)
+            # the sweep's worker processes and this one may split a float32 reduction over a
+            # different number of XLA threads: equal to float32 rounding (measured: 6e-8 on values
+            # of order 0.01–1), not bit for bit
+            np.testing.assert_allclose(
+                stored[name].values, expected[name].values, rtol=1e-6, atol=1e-6
+            )
         meta = store.metadata(item.run_id)
         assert meta["config"] == item.config and meta["sweep"] == "tiny"
         assert meta["vmap_seeds"] == (list(range(6)) if grouped else None)
