@@ -426,7 +426,7 @@ def test_scaling_fits_recover_known_laws():
     assert exponent(ds, *[[v] for v in ds]) < 1.0
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_small_preset_claims_hold(tmp_path):
     # ≈ 50 s on two cores: exponent of N_wr/log d in (1.5, 2.5), log power in (0.5, 1.5), slope
     # within 10 % of Eq. 17, all with 95 % bootstrap CIs

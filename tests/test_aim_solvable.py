@@ -384,7 +384,7 @@ def test_sgd_gap_shrinks_with_d(gaps):
         assert gaps[large][name] < 0.5 * gaps[small][name], name
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_sgd_tracks_closed_form_large_d(gaps):
     """d = 256 (about 3 minutes on 2 cores; measured t_1 5.0e-4, q_11 1.7e-3): the gap keeps
     shrinking."""

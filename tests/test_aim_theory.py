@@ -590,7 +590,7 @@ def test_matrix_flow_matches_simulation_tied_h2_and_gap_shrinks():
         assert gaps[128][name] < gaps[64][name], name
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("activation", ["h1", "h2"])
 def test_matrix_flow_matches_simulation_tied_d256(activation):
     """d = 256 (about a minute each on two cores). h1 measured: t_1 6.3e-4, q_11 2.5e-3, q_12

@@ -350,7 +350,7 @@ def test_slow_hierarchy_truncation_3_matches_simulation_at_short_times():
     assert growth > 0.01
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("gamma", [0.0, 1.0])
 def test_matrix_flow_matches_simulation_over_slow_time(gamma):
     """The matrix-level slow flow (exact solution of Eq. 32 for the initial matrices) vs SGD, h1,

@@ -21,7 +21,7 @@ def test_quick_run_rows():
     json.dumps(row)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_torch_reference_learns_like_attndyn():
     """The reference loop is the same task and model: at η = 1 both leave the log 50 plateau of
     the eye·1e-6 OV init at the same time and sit on the log 4 plateau (the four label tokens

@@ -65,7 +65,7 @@ def test_circuits_ode_refuses_configs_without_its_claims(values, field):
         assert exp.claim_names(config) == ["alpha-increases-with-r", "ov-decreases-with-r"]
 
 
-@pytest.mark.slow  # 35 s on the loaded 2-core machine (two compilations, evaluation)
+@pytest.mark.long  # 35 s on the loaded 2-core machine (two compilations, evaluation)
 def test_circuits_fixed_attention_runs_and_stores_claims(tmp_path):
     outcome = run(
         "circuits-fixed-attention",

@@ -135,7 +135,7 @@ def test_readme_sweep_example_has_no_diverged_seed_scaled_down(tmp_path):
     assert (summary["diverged_runs"], summary["diverged_seeds"]) == (0, 0)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_readme_sweep_example_has_no_diverged_seed(tmp_path):
     summary = _readme_sweep(tmp_path, _readme_spec())
     assert summary["failed"] == 0

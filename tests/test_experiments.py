@@ -100,7 +100,7 @@ def test_run_json_contract_strict_exit_code_control_and_claims_view(tmp_path):
     assert len(rows) == 2 * len(outcome["claims"]) and {r["n_seeds"] for r in rows} == {8}
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize("name", experiment_names())
 def test_small_preset_passes_strict(tmp_path, name):
     proc = attndyn(

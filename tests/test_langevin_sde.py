@@ -120,7 +120,7 @@ def test_strong_order_one_on_a_shared_path():
     assert 0.85 < slope < 1.25, (slope, err)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_strong_order_one_against_diffrax():
     """E|X_T^h − X_T^ref| ∝ h on shared VirtualBrownianTree paths (double well, s = 0.5,
     x₀ = 1, T = 1, 64 paths); the reference is diffrax's ShARK (strong order 1.5 for additive

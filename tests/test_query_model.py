@@ -228,7 +228,7 @@ def test_ten_thousand_nuisance_tokens_streamed():
     assert np.all(np.isfinite(tr["objective"].values))
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_default_config_recovers_the_signal():
     """Digest §4-like setting (d = 20, n_I = 20, n_N = 200, θ = 1, batch 8, η_k = 0.5·100/(k+100))
     for 2000 steps: the digest's own numpy run reached |m| ≥ 0.997 after 20000 steps; at 2000

@@ -39,7 +39,7 @@ def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_reduced_preset_runs_and_stores_claims(tmp_path):
     out = str(tmp_path)
     sets = [a for s in REDUCED for a in ("--set", s)]

@@ -124,8 +124,8 @@ def _update_statistics(d, batch, sign_mode, n_draws):
     [
         (9, 3, "token"),  # Bartlett frame (m = 7 > 2B)
         (4, 3, "sequence"),  # direct frame (m = 2 ≤ 2B)
-        pytest.param(9, 1, "sequence", marks=pytest.mark.slow),
-        pytest.param(3, 1, "none", marks=pytest.mark.slow),  # m = 1: no γ
+        pytest.param(9, 1, "sequence", marks=pytest.mark.long),
+        pytest.param(3, 1, "none", marks=pytest.mark.long),  # m = 1: no γ
     ],
 )
 def test_reduced_update_has_the_law_of_the_full_update(d, batch, sign_mode):
@@ -139,7 +139,7 @@ def test_reduced_update_has_the_law_of_the_full_update(d, batch, sign_mode):
         assert p > P_MIN and abs(z) < 4, (name, p, z)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_distribution_test_has_power(monkeypatch):
     """Negative controls: dropping ρ (the fluctuation of ⟨z_i^⊥, a^⊥⟩ beyond its ŵ part) or the
     Gaussian remainder κγ must fail the same test (measured p ≈ 1e-284 and 1e-52 for ‖Ĝ_⊥‖)."""
@@ -169,7 +169,7 @@ def test_reduced_simulation_runs_and_is_consistent():
     assert np.all(np.isfinite(tr["objective"].values))
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @pytest.mark.parametrize(
     "extra",
     [

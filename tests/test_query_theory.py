@@ -74,8 +74,8 @@ def _simulator_mc(law: TokenLaw, q, u, samples: int, seed: int) -> tuple[float, 
     "sign_mode",
     [
         "sequence",
-        pytest.param("token", marks=pytest.mark.slow),
-        pytest.param("none", marks=pytest.mark.slow),
+        pytest.param("token", marks=pytest.mark.long),
+        pytest.param("none", marks=pytest.mark.long),
     ],
 )
 def test_reduction_matches_full_d_at_random_rotations(sign_mode):
@@ -92,7 +92,7 @@ def test_reduction_matches_full_d_at_random_rotations(sign_mode):
             assert abs(mean - red["phi"][0]) < tol, (sign_mode, m, mean, red["phi"][0], tol)
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_sign_symmetry_holds_with_signs_and_fails_without():
     """Φ(−m) = Φ(m) when ξ is a random sign; with ξ = 1 the d-dimensional E‖a‖² differs at ±m
     by many standard errors (so the check has power). Plain Monte Carlo (no antithetics)."""

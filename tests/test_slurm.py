@@ -23,7 +23,7 @@ import pytest
 from attndyn.store.check import problems
 from attndyn.sweep import load_spec, run_sweep
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = """

@@ -219,7 +219,7 @@ seeds = [2]
 """
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_experiment_sweep_stores_experiment_runs_and_skips_them(tmp_path):
     """Each grid point of an experiment spec is one experiment run (tiny overrides: the claims
     need not pass); its record and its simulations are linked in the views (1–2 minutes with a

@@ -201,7 +201,7 @@ def test_a_run_above_max_hours_needs_yes(tmp_path, monkeypatch, capsys):
     assert code == 2 and "'max-hours'" in stderr
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_aim_at_a_long_horizon_is_refused_without_yes(tmp_path, monkeypatch, capsys):
     """The default limit (an hour): aim at t_max = 10⁴ (8.5·10⁸ steps; t_max = 10⁶ is beyond
     the trainer's step counter and rejected outright). Slow (~6 s: the calibration times
