@@ -67,15 +67,15 @@ def test_sweep_counts_failed_and_skipped_runs_on_the_same_bars():
 
 
 def test_notes_go_to_the_listener_or_to_stderr(capsys):
-    from attndyn.core.timing import progress
+    from attndyn.core.progress import notes
 
     seen = Recorder()
     with listening(seen):
-        progress(True)("compiling")
-        progress(False)("dropped")
+        notes(True)("compiling")
+        notes(False)("dropped")
     assert seen.events == [("note", "compiling")]
     capsys.readouterr()
-    progress(True)("to stderr")
+    notes(True)("to stderr")
     out, err = capsys.readouterr()
     assert out == "" and err == "to stderr\n"
 

@@ -90,14 +90,7 @@ class Target:
             return Claim.within(name, statement, value, args[0], args[1], self.relative, *checks)
         if self.op == "between":
             return Claim.between(name, statement, value, args[0], args[1], self.open_low, *checks)
-        helper = {
-            ">=": Claim.at_least,
-            "<=": Claim.at_most,
-            ">": Claim.above,
-            "<": Claim.below,
-            "==": Claim.equals,
-        }[self.op]
-        return helper(name, statement, value, args[0], *checks)
+        return Claim.compare(self.op, name, statement, value, args[0], checks)
 
 
 def _param_text(p: Param) -> str:

@@ -77,7 +77,9 @@ class Claim:
         return cls(name, statement, _number(value), text, passed)
 
     @classmethod
-    def _compare(cls, op, name, statement, value, threshold, also: tuple[Check, ...]) -> Claim:
+    def compare(cls, op, name, statement, value, threshold, also: tuple[Check, ...]) -> Claim:
+        """``value op threshold`` for ``op`` in ``>= <= > < ==``, an interval judged by its
+        conservative end (both ends for ``==``), and every check in ``also``."""
         if isinstance(value, Interval):
             ends = (
                 [getattr(value, _CONSERVATIVE[op])]
@@ -94,27 +96,27 @@ class Claim:
     @classmethod
     def at_least(cls, name, statement, value, threshold, *also: Check) -> Claim:
         """``value >= threshold`` (and every check in ``also``)."""
-        return cls._compare(">=", name, statement, value, threshold, also)
+        return cls.compare(">=", name, statement, value, threshold, also)
 
     @classmethod
     def at_most(cls, name, statement, value, threshold, *also: Check) -> Claim:
         """``value <= threshold``."""
-        return cls._compare("<=", name, statement, value, threshold, also)
+        return cls.compare("<=", name, statement, value, threshold, also)
 
     @classmethod
     def above(cls, name, statement, value, threshold, *also: Check) -> Claim:
         """``value > threshold``."""
-        return cls._compare(">", name, statement, value, threshold, also)
+        return cls.compare(">", name, statement, value, threshold, also)
 
     @classmethod
     def below(cls, name, statement, value, threshold, *also: Check) -> Claim:
         """``value < threshold``."""
-        return cls._compare("<", name, statement, value, threshold, also)
+        return cls.compare("<", name, statement, value, threshold, also)
 
     @classmethod
     def equals(cls, name, statement, value, expected, *also: Check) -> Claim:
         """``value == expected`` (exactly)."""
-        return cls._compare("==", name, statement, value, expected, also)
+        return cls.compare("==", name, statement, value, expected, also)
 
     @classmethod
     def within(

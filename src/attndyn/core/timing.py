@@ -11,8 +11,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from attndyn.core.progress import notes
-
 
 def best_time(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
     """(best wall seconds over ``repeats`` calls, process CPU seconds of that call)."""
@@ -100,11 +98,6 @@ def torch_reference_status(requested: bool) -> tuple[bool, str | None]:
     if importlib.util.find_spec("torch") is None:
         return False, "torch not installed (pip install 'attndyn[bench]')"
     return True, None
-
-
-progress = notes
-"""``progress(log)``: the benchmarks' ``say(msg)``, :func:`attndyn.core.progress.notes` (their
-lines go through the progress hook: above the bars, or to stderr)."""
 
 
 def cpu_model() -> str:

@@ -166,7 +166,7 @@ class CircuitsFixedAttention(Experiment):
             "has its own interval and all must clear the target (an intersection–union test, no "
             "multiplicity correction needed)",
             controls=("attention-on-common",),
-            over=lambda config: OVS,
+            over=lambda _: OVS,
         ),
         claim(
             "factorised-loss-below-tenth-of-collapsed",

@@ -276,8 +276,8 @@ class MarkovText(Experiment):
             "majority of the query's attention (more than every other tracked token together), "
             "from 1/|T| = 1/6 at initialisation",
             controls=("frozen-attention",),
-            over=lambda c: c.corpus,
-            key=lambda source: corpus_key(source),
+            over="corpus",
+            key=corpus_key,
         ),
         claim(
             "dilution-{}",
@@ -290,8 +290,8 @@ class MarkovText(Experiment):
             "that majority again; the same level as `focus`, so the two together say the "
             "attention crossed 1/2 up and then down",
             controls=("shuffled",),
-            over=lambda c: c.corpus,
-            key=lambda source: corpus_key(source),
+            over="corpus",
+            key=corpus_key,
         ),
         claim(
             "entropy-cycle-{}",
@@ -304,8 +304,8 @@ class MarkovText(Experiment):
             "A rise of a tenth of the fall is the smallest that reads as a cycle rather than a "
             "wobble at the bottom; chosen, not derived",
             controls=("frozen-attention",),
-            over=lambda c: c.corpus,
-            key=lambda source: corpus_key(source),
+            over="corpus",
+            key=corpus_key,
         ),
         claim(
             "beyond-unigram-{}",
@@ -318,8 +318,8 @@ class MarkovText(Experiment):
             "2N𝕀̂ ~ χ²_k (the G-test), so τ is the 99.9 % quantile of 𝕀̂ under 'no bigram "
             "structure' (normal approximation of χ²_k)",
             controls=("shuffled",),
-            over=lambda c: c.corpus,
-            key=lambda source: corpus_key(source),
+            over="corpus",
+            key=corpus_key,
         ),
     )
     notes = NOTES

@@ -49,13 +49,13 @@ from importlib import metadata
 import jax
 import numpy as np
 
+from attndyn.core.progress import notes
 from attndyn.core.timing import (
     PEAK_N,
     AdvanceRunner,
     calibrated_best,
     cpu_model,
     matmul_peak,
-    progress,
     torch_reference_status,
 )
 from attndyn.models.aim.config import AIMConfig
@@ -160,7 +160,7 @@ def run_benchmark(
     min_seconds, repeats = (0.1, 1) if quick else (1.0, 3)
     torch_min_seconds, torch_repeats = (0.1, 1) if quick else (1.0, 2)
 
-    say = progress(log)
+    say = notes(log)
     use_torch, torch_note = torch_reference_status(torch_reference)
     if torch_reference and not use_torch:
         say(f"PyTorch reference skipped: {torch_note}")

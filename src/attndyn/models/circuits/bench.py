@@ -32,12 +32,8 @@ import os
 import jax
 import numpy as np
 
-from attndyn.core.timing import (
-    AdvanceRunner,
-    calibrated_best,
-    progress,
-    torch_reference_status,
-)
+from attndyn.core.progress import notes
+from attndyn.core.timing import AdvanceRunner, calibrated_best, torch_reference_status
 from attndyn.models.base import Benchmark
 from attndyn.models.circuits.config import CircuitsConfig
 from attndyn.models.circuits.simulation import build
@@ -105,7 +101,7 @@ def run_circuits_benchmark(
     ``quick``: ≈0.2 s per timing, one repetition (smoke runs); otherwise ≥ 2 s, best of 3."""
     min_seconds, repeats = (0.2, 1) if quick else (2.0, 3)
 
-    say = progress(log)
+    say = notes(log)
     use_torch, note = torch_reference_status(torch_reference)
     if torch_reference and not use_torch:
         say(f"PyTorch reference skipped: {note}")

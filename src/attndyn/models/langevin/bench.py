@@ -31,11 +31,11 @@ import jax
 import numpy as np
 
 from attndyn.core.config import validate
+from attndyn.core.progress import notes
 from attndyn.core.timing import (
     AdvanceRunner,
     calibrated_best,
     cpu_model,
-    progress,
     torch_reference_status,
     torch_threads,
 )
@@ -212,7 +212,7 @@ def run_langevin_benchmark(
     2048²)."""
     from attndyn.core.timing import matmul_peak
 
-    say = progress(log)
+    say = notes(log)
     sizes = sizes or (QUICK_SIZES if quick else SIZES)
     min_seconds, repeats = (0.1, 1) if quick else (1.0, 3)
     torch_ok, torch_why = torch_reference_status(torch_reference)

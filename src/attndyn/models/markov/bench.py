@@ -45,13 +45,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from attndyn.core.config import validate
-from attndyn.core.timing import (
-    AdvanceRunner,
-    calibrated_best,
-    cpu_model,
-    progress,
-    torch_reference_status,
-)
+from attndyn.core.progress import notes
+from attndyn.core.timing import AdvanceRunner, calibrated_best, cpu_model, torch_reference_status
 from attndyn.models.base import Benchmark
 from attndyn.models.markov import data
 from attndyn.models.markov.config import MarkovConfig as Config
@@ -185,7 +180,7 @@ def run_markov_benchmark(
     (the tests use it for a run of a few seconds)."""
     from attndyn.core.timing import matmul_peak
 
-    say = progress(log)
+    say = notes(log)
     use_torch, why_not = torch_reference_status(torch_reference)
     if use_torch:
         from attndyn_bench.markov import time_torch, torch_adam_step, torch_population_step

@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from attndyn.core.config import validate
-from attndyn.core.timing import AdvanceRunner, calibrated_best, cpu_model, progress
+from attndyn.core.progress import notes
+from attndyn.core.timing import AdvanceRunner, calibrated_best, cpu_model
 from attndyn.models.base import Benchmark
 from attndyn.models.query import model
 from attndyn.models.query.config import QueryConfig as Config
@@ -118,7 +119,7 @@ def run_query_benchmark(
     unused."""
     min_seconds, repeats = (0.2, 1) if quick else (1.0, 3)
 
-    say = progress(log)
+    say = notes(log)
 
     configs = [
         bench_config(d, n_nuisance, stream="whole"),

@@ -17,7 +17,8 @@ import time
 
 import numpy as np
 
-from attndyn.core.timing import progress, torch_reference_status, torch_threads
+from attndyn.core.progress import notes
+from attndyn.core.timing import torch_reference_status, torch_threads
 from attndyn.models.circuits.theory.fixed_attention import FixedAttentionConfig, simulate
 
 OVS = ("collapsed", "factorised")
@@ -98,7 +99,7 @@ def run_fixed_attention_benchmark(
     and max(200, steps/10) reference steps (one torch thread: two were slower on a shared
     machine)."""
     steps = steps or (200 if quick else 2000)
-    say = progress(log)
+    say = notes(log)
     use_torch, torch_note = torch_reference_status(torch_reference)
     if torch_reference and not use_torch:
         say(f"PyTorch reference skipped: {torch_note}")
