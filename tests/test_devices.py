@@ -34,7 +34,8 @@ import json, sys
 import jax, jax.numpy as jnp, numpy as np
 from attndyn import runs
 from attndyn.core import devices, flow, simulate as sim, trainer
-from attndyn.models import get_family, markov
+from attndyn.models import get_family
+from attndyn.models.markov import simulation as markov_simulation
 
 family, values = sys.argv[1], json.loads(sys.argv[2])
 out = {"available": devices.available()}
@@ -43,7 +44,7 @@ def spy(*args, **kwargs):  # the RunResult, to see where its arrays lie
     result = trainer.train(*args, **kwargs)
     seen["spread"] = devices.spread(result.final_params)
     return result
-sim.train = markov.train = spy
+sim.train = markov_simulation.train = spy
 
 def init(key):  # a seed-dependent start on L = ½ yᵀAy
     return {"y": jax.random.normal(key, (3,))}, {"A": jnp.diag(jnp.array([2.0, 1.0, 0.1]))}
