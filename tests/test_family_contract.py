@@ -8,7 +8,7 @@ import pytest
 from attndyn.core.config import run_id, validate
 from attndyn.errors import InputError
 from attndyn.models import family_names, get_family, get_theory
-from attndyn.models.base import Family, Theory
+from attndyn.models.base import CONTRACT, Family, Theory
 from attndyn.store import Store
 
 FAMILIES = family_names()
@@ -24,7 +24,17 @@ def family(request):
 
 
 def test_own_families_are_registered():
-    assert {"aim", "circuits", "query"} <= set(FAMILIES)
+    assert {"aim", "circuits", "langevin", "markov", "query"} <= set(FAMILIES)
+
+
+@pytest.mark.parametrize("name", ["aim", "circuits", "langevin", "markov", "query"])
+def test_own_families_re_export_the_whole_contract(name):
+    """Each own family package defines every name of the contract itself (no loader default)."""
+    import importlib
+
+    package = importlib.import_module(f"attndyn.models.{name}")
+    assert set(CONTRACT) <= set(package.__all__)
+    assert all(hasattr(package, n) for n in package.__all__)
 
 
 def test_protocol_and_stable_run_id(family):

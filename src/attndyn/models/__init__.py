@@ -1,9 +1,9 @@
 """Model families, found through the ``attndyn.families`` entry-point group.
 
-Each family is one package (attndyn's own: ``aim``, ``circuits``, ``query``; a plug-in may live
-in any pip-installed package) that satisfies the contract of :mod:`attndyn.models.base`:
-``NAME``, ``Config``, ``simulate(config, seeds)``, ``SUMMARY`` and optionally ``THEORY`` and
-``BENCHMARKS``. :func:`get_family` loads a family by name (checking the contract) and
+Each family is one package (attndyn's own: ``aim``, ``circuits``, ``langevin``, ``markov``,
+``query``; a plug-in may live in any pip-installed package) that satisfies the contract of
+:mod:`attndyn.models.base`: ``NAME``, ``Config``, ``SUMMARY``, ``build(config)``,
+``simulate(config)`` and the optional names of :data:`~attndyn.models.base.OPTIONAL`. :func:`get_family` loads a family by name (checking the contract) and
 :func:`get_theory` its theory module. Nothing outside a family's own folder imports it by name;
 a family never imports another family.
 """

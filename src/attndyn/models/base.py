@@ -89,6 +89,9 @@ OPTIONAL: dict[str, Any] = {
 """The optional attributes of :class:`Family` and their defaults, which
 :func:`complete_family` sets on a family that lacks them."""
 
+CONTRACT: tuple[str, ...] = ("NAME", "Config", "SUMMARY", "build", "simulate", *OPTIONAL)
+"""The names of :class:`Family`: what a family package re-exports (``__all__ = [*CONTRACT, …]``)."""
+
 
 @runtime_checkable
 class Family(Protocol):

@@ -20,24 +20,9 @@ from attndyn.models.aim.config import AIMConfig as Config
 from attndyn.models.aim.model import register_activation
 from attndyn.models.aim.observables import LABELS, OVERFLOW, SUMMARY
 from attndyn.models.aim.simulation import TIME_LABEL, build, simulate, student_side, time_axes
+from attndyn.models.base import CONTRACT
 
 THEORY = "attndyn.models.aim.theory"
 """The theory module (:mod:`attndyn.models.aim.theory`)."""
 
-__all__ = [
-    "NAME",
-    "Config",
-    "SUMMARY",
-    "LABELS",
-    "TIME_LABEL",
-    "OVERFLOW",
-    "THEORY",
-    "BENCHMARKS",
-    "EXAMPLE",
-    "AIMConfig",
-    "build",
-    "simulate",
-    "student_side",
-    "time_axes",
-    "register_activation",
-]
+__all__ = [*CONTRACT, "AIMConfig", "student_side", "register_activation"]

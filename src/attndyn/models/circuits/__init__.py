@@ -12,6 +12,7 @@ simulation.py (``build(config)``, the trainer's Problem with groups ``qk`` and `
 
 from __future__ import annotations
 
+from attndyn.models.base import CONTRACT
 from attndyn.models.circuits.bench import BENCHMARKS
 from attndyn.models.circuits.config import EXAMPLE, NAME, CircuitsConfig
 from attndyn.models.circuits.config import CircuitsConfig as Config
@@ -22,19 +23,4 @@ from attndyn.models.circuits.simulation import TIME_LABEL, build, simulate, time
 THEORY = "attndyn.models.circuits.theory"
 """The theory module (:mod:`attndyn.models.circuits.theory`)."""
 
-__all__ = [
-    "NAME",
-    "Config",
-    "SUMMARY",
-    "LABELS",
-    "TIME_LABEL",
-    "OVERFLOW",
-    "THEORY",
-    "BENCHMARKS",
-    "EXAMPLE",
-    "CircuitsConfig",
-    "build",
-    "simulate",
-    "time_axes",
-    "test_set",
-]
+__all__ = [*CONTRACT, "CircuitsConfig", "test_set"]

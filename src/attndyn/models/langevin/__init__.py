@@ -18,6 +18,7 @@ checks the experiments use.
 
 from __future__ import annotations
 
+from attndyn.models.base import CONTRACT
 from attndyn.models.langevin.bench import BENCHMARKS
 from attndyn.models.langevin.config import (
     BETA_OF_S,
@@ -41,24 +42,13 @@ THEORY = "attndyn.models.langevin.theory"
 """The theory module (:mod:`attndyn.models.langevin.theory`)."""
 
 __all__ = [
-    "NAME",
-    "Config",
-    "SUMMARY",
-    "LABELS",
-    "TIME_LABEL",
-    "OVERFLOW",
-    "THEORY",
-    "BENCHMARKS",
-    "EXAMPLE",
+    *CONTRACT,
     "THEORY_EXAMPLE",
     "BETA_OF_S",
     "LangevinConfig",
     "Potential",
-    "build",
     "frozen_part",
     "observe",
-    "simulate",
-    "time_axes",
     "n_params",
     "effective_params",
     "potential",

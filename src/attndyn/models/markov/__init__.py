@@ -14,6 +14,7 @@ and weight snapshots the experiments use.
 
 from __future__ import annotations
 
+from attndyn.models.base import CONTRACT
 from attndyn.models.markov.bench import BENCHMARKS
 from attndyn.models.markov.config import EXAMPLE, NAME, MarkovConfig
 from attndyn.models.markov.config import MarkovConfig as Config
@@ -32,23 +33,12 @@ THEORY = "attndyn.models.markov.theory"
 """The theory module (:mod:`attndyn.models.markov.theory`)."""
 
 __all__ = [
-    "NAME",
-    "Config",
-    "SUMMARY",
-    "LABELS",
-    "TIME_LABEL",
-    "OVERFLOW",
-    "THEORY",
-    "BENCHMARKS",
-    "EXAMPLE",
+    *CONTRACT,
     "FROZEN",
     "MarkovConfig",
     "PAPER_PI",
     "DataLaw",
     "data_law",
     "tracked_tokens",
-    "build",
-    "simulate",
-    "time_axes",
     "run_records",
 ]

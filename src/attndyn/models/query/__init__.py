@@ -14,6 +14,7 @@ and reduced.py (the exact reduced sampler), observables.py (``observe``, ``SUMMA
 
 from __future__ import annotations
 
+from attndyn.models.base import CONTRACT
 from attndyn.models.query.bench import BENCHMARKS
 from attndyn.models.query.config import EXAMPLE, NAME, QueryConfig
 from attndyn.models.query.config import QueryConfig as Config
@@ -30,21 +31,4 @@ from attndyn.models.query.simulation import (
 THEORY = "attndyn.models.query.theory"
 """The theory module (:mod:`attndyn.models.query.theory`)."""
 
-__all__ = [
-    "NAME",
-    "Config",
-    "SUMMARY",
-    "LABELS",
-    "TIME_LABEL",
-    "OVERFLOW",
-    "THEORY",
-    "BENCHMARKS",
-    "EXAMPLE",
-    "QueryConfig",
-    "build",
-    "observe",
-    "simulate",
-    "time_axes",
-    "token_spec",
-    "ode_times",
-]
+__all__ = [*CONTRACT, "QueryConfig", "observe", "token_spec", "ode_times"]
