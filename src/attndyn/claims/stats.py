@@ -4,9 +4,19 @@ A claim over seeds reports its statistic with a two-sided ``level`` interval and
 the whole interval clears its target (:class:`attndyn.claims.base.Claim`):
 
 - :func:`mean_ci`: the seed mean with the Student-t interval ``x̄ ± t_{n−1} s/√n``;
+- :func:`jackknife_ci`: a smooth statistic of one or more groups of per-seed values (a ratio of
+  means, a log–log slope of group means over d): ``θ̂ ± t_ν · se_jack`` with the delete-one
+  jackknife standard error and Welch–Satterthwaite degrees of freedom ν (Efron & Tibshirani
+  1993, ch. 11; for one group and the mean it is :func:`mean_ci` exactly);
 - :func:`bootstrap_ci`: any statistic of one or more groups of per-seed values (e.g. one group
   per dimension d), by the percentile bootstrap that resamples seeds within each group
   independently (Efron & Tibshirani 1993, ch. 13).
+
+Coverage of the nominal 95 % intervals at the seed counts in use, measured by
+tests/test_interval_coverage.py: the t and jackknife-t intervals cover 0.92–0.985 at n = 3, 4,
+8 and 20 seeds (Gaussian and skewed Gamma(4) values; means, paired differences, ratios, log–log
+slopes); the percentile bootstrap covers 0.79 at n = 3, 0.90 at n = 8 and 0.92 at n = 20, so it
+is meant for many seeds (chains), :data:`MIN_BOOTSTRAP_SEEDS` at least.
 """
 
 from __future__ import annotations
@@ -20,6 +30,8 @@ import numpy as np
 
 LEVEL = 0.95
 N_BOOT = 2000
+MIN_BOOTSTRAP_SEEDS = 20
+"""The fewest seeds at which the percentile bootstrap's coverage is ≥ 0.9 at nominal 0.95."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,58 @@ def mean_ci(samples: Sequence[float], level: float = LEVEL) -> Interval:
         return Interval(mean, -math.inf, math.inf, 1, level)
     half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
     return Interval(mean, mean - half, mean + half, n, level)
+
+
+def jackknife_ci(
+    groups: Sequence[Sequence[float]] | Sequence[float],
+    statistic: Callable[..., float],
+    level: float = LEVEL,
+    paired: bool = False,
+) -> Interval:
+    """Jackknife-t interval of ``statistic(*groups)``: ``θ̂ ± t_ν √V``.
+
+    ``groups`` is one array of per-seed values or a list of arrays, as for :func:`bootstrap_ci`.
+    Independent groups (``paired=False``): V = Σ_g (n_g − 1)/n_g Σ_i (θ̂_(g,i) − θ̄_(g))², where
+    θ̂_(g,i) leaves seed i out of group g alone, and ν is the Welch–Satterthwaite
+    (Σ_g V_g)² / Σ_g V_g²/(n_g − 1). Paired groups (the same seeds in every group, equal sizes):
+    seed i leaves every group at once, V = (n − 1)/n Σ_i (θ̂_(i) − θ̄)², ν = n − 1. One seed gives
+    an infinite interval; a non-finite per-seed value, point value or leave-one-out value gives a
+    NaN interval (the claim fails).
+    """
+    arrays = _groups(groups)
+    n = min(a.size for a in arrays)
+    nan = float("nan")
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        return Interval(nan, nan, nan, n, level)
+    value = float(statistic(*arrays))
+    if not math.isfinite(value):
+        return Interval(nan, nan, nan, n, level)
+    if n < 2:
+        return Interval(value, -math.inf, math.inf, n, level)
+    if paired:
+        if len({a.size for a in arrays}) != 1:
+            raise ValueError("paired groups must hold the same seeds (equal sizes)")
+        loo = [np.array([statistic(*(np.delete(a, i) for a in arrays)) for i in range(n)])]
+    else:
+        loo = [
+            np.array([statistic(*_without(arrays, g, i)) for i in range(a.size)])
+            for g, a in enumerate(arrays)
+        ]
+    if not all(np.all(np.isfinite(x)) for x in loo):
+        return Interval(value, nan, nan, n, level)
+    parts = [(x.size - 1) / x.size * float(np.sum((x - x.mean()) ** 2)) for x in loo]
+    var = sum(parts)
+    if var == 0.0:
+        return Interval(value, value, value, n, level)
+    df = var * var / sum(v * v / (x.size - 1) for v, x in zip(parts, loo, strict=True))
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(var)
+    return Interval(value, value - half, value + half, n, level)
+
+
+def _without(arrays: list[np.ndarray], g: int, i: int) -> list[np.ndarray]:
+    return [np.delete(a, i) if h == g else a for h, a in enumerate(arrays)]
 
 
 def bootstrap_ci(
