@@ -1,10 +1,11 @@
-"""Where the time of the AIM benchmark step goes (issue 16; BENCHMARKS.md, "Issue 16: the AIM step").
+"""Where the time of the AIM benchmark step goes (issue 16; BENCHMARKS.md, "Issue 16: the AIM
+step").
 
-    python scripts/aim_step_profile.py split [D BATCH]   # cumulative pieces of the step, in %
-    python scripts/aim_step_profile.py prng  [D BATCH]   # the Gaussian draw under each PRNG
-    python scripts/aim_step_profile.py devices [D BATCH] # seeds sharded over 2 XLA host devices
-    python scripts/aim_step_profile.py draw-ab [DxB ...] # whole step, jax.random.normal vs fastrandom
-    python scripts/aim_step_profile.py forms-ab [DxB ...] # whole step, Gram forms as dots vs fused
+  python scripts/aim_step_profile.py split [D BATCH]   # cumulative pieces of the step, in %
+  python scripts/aim_step_profile.py prng  [D BATCH]   # the Gaussian draw under each PRNG
+  python scripts/aim_step_profile.py devices [D BATCH] # seeds sharded over 2 XLA host devices
+  python scripts/aim_step_profile.py draw-ab [DxB ...] # whole step, jax.random.normal vs fastrandom
+  python scripts/aim_step_profile.py forms-ab [DxB ...] # whole step, Gram forms as dots vs fused
 
 ``split``: the tied softmax benchmark step of ``attndyn.models.aim.bench`` (8 seeds, vmapped,
 default d = 512, batch 64), timed as cumulative pieces inside a jitted loop of N steps, interleaved

@@ -40,7 +40,8 @@ def baseline(config: dict) -> tuple[list[str], list[dict]]:
 
 
 def module_name(path: str) -> str:
-    """``src/attndyn/core/ode.py`` -> ``attndyn.core.ode`` (a package's ``__init__`` -> the package)."""
+    """``src/attndyn/core/ode.py`` -> ``attndyn.core.ode`` (a package's ``__init__`` -> the
+    package)."""
     parts = list(Path(path).with_suffix("").parts)
     if parts and parts[0] == "src":
         parts = parts[1:]

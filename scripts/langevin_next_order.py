@@ -80,7 +80,8 @@ def main(model: str = "attention", preset: str = "paper") -> None:
     p_eff = len(h)
     b = sum(terms.values())
     print(
-        f"{model} ({preset}): F* = {float(F(x)):.6f}, |grad F| = {np.linalg.norm(jax.grad(F)(x)):.1e}"
+        f"{model} ({preset}): F* = {float(F(x)):.6f}, "
+        f"|grad F| = {np.linalg.norm(jax.grad(F)(x)):.1e}"
     )
     print(f"p = {len(w)}, flat = {flat}, p_eff = {p_eff}, h_min = {h[0]:.4f}, h_max = {h[-1]:.3f}")
     for name, v in terms.items():

@@ -9,8 +9,8 @@ written through ``Store.write`` exactly like real runs), then times, each in a f
 - ``list+1``: the same after one more run was written (the catalog is updated incrementally);
 - ``query``: a typical analysis query: the seed-mean final loss per (d, lr), joining ``runs_aim``
   and ``observables`` over every run;
-- ``cli``: ``attndyn runs --family aim --where "d = 64" --csv`` as a subprocess (process start and imports
-  included).
+- ``cli``: ``attndyn runs --family aim --where "d = 64" --csv`` as a subprocess (process start and
+  imports included).
 
 Usage::
 

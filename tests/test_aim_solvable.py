@@ -1,4 +1,5 @@
-"""The exactly solvable tied AIM (arXiv 2609.03858, App. D.3) and the simulator tested against it."""
+"""The exactly solvable tied AIM (arXiv 2609.03858, App. D.3) and the simulator tested against
+it."""
 
 from __future__ import annotations
 

@@ -54,7 +54,8 @@ def np_loss_softmax(g: np.ndarray) -> np.ndarray:
 
 
 def np_cov(C: np.ndarray, omega: np.ndarray, psi: np.ndarray) -> np.ndarray:
-    """Theorem 1 of P1: Cov(G_ijk, G_i'j'l) = C_ii'C_jj' Ω_kl + C_ij'C_ji' Ψ_kl, flattened (k, i, j)."""
+    """Theorem 1 of P1: Cov(G_ijk, G_i'j'l) = C_ii'C_jj' Ω_kl + C_ij'C_ji' Ψ_kl,
+    flattened (k, i, j)."""
     K, L = omega.shape[0], C.shape[0]
     cov = np.zeros((K, L, L, K, L, L))
     for k, i, j, l, a, b in itertools.product(

@@ -1,5 +1,5 @@
-"""Smoke test of the theory benchmark (attndyn.models.aim.theory.bench): row structure only, no timing
-assertions (timings depend on the machine and its load)."""
+"""Smoke test of the theory benchmark (attndyn.models.aim.theory.bench): row structure only, no
+timing assertions (timings depend on the machine and its load)."""
 
 from __future__ import annotations
 

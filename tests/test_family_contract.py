@@ -82,8 +82,12 @@ def test_seeds_together_equal_seeds_alone(runs):
 def test_explicit_seeds_replace_the_configs(family, runs):
     config, together, _ = runs
     again = get_family(family).simulate(config, seeds=[4])
-    np.testing.assert_allclose(again[next(iter(again.data_vars))].values[0],
-                               together[next(iter(together.data_vars))].values[1], rtol=1e-4, atol=1e-5)  # fmt: skip
+    np.testing.assert_allclose(
+        again[next(iter(again.data_vars))].values[0],
+        together[next(iter(together.data_vars))].values[1],
+        rtol=1e-4,
+        atol=1e-5,
+    )
 
 
 def test_example_stays_finite_and_below_the_overflow_bound(family, runs):

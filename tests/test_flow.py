@@ -66,8 +66,8 @@ def test_blow_up_is_marked_and_later_records_are_nan():
 
 def test_ros2_takes_accuracy_sized_steps_on_a_stiff_gauss_newton_flow():
     """L = ½‖Cy‖² with eigenvalues of CᵀC from 10⁻² to 10⁴: ROS2 with the (here exact)
-    Gauss–Newton Jacobian matches e^{−CᵀCt}y₀ (rtol 1e-4, checked to 1e-3) in fewer steps than the explicit pair,
-    whose step is held at h ≲ 2.5·10⁻⁴ by stability (≥ 10⁴ steps to t = 5)."""
+    Gauss–Newton Jacobian matches e^{−CᵀCt}y₀ (rtol 1e-4, checked to 1e-3) in fewer steps than the
+    explicit pair, whose step is held at h ≲ 2.5·10⁻⁴ by stability (≥ 10⁴ steps to t = 5)."""
     with jax.enable_x64():
         rng = np.random.default_rng(0)
         q, _ = np.linalg.qr(rng.normal(size=(4, 4)))

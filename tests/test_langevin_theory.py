@@ -152,8 +152,8 @@ def test_other_models_are_an_input_error():
 def test_euler_maruyama_kernel_bias_is_first_order_in_h():
     """The EM chain's stationary E f, decay rate and |X|-law (its Gaussian kernel, Nyström) tend
     to the SDE's as h → 0, linearly (weak order 1: Talay & Tubaro 1990): halving h halves each
-    discrepancy to within 20 % (the O(h²) term); and at h = 0.04 the kernel's E f agrees with 500 chains × 4
-    coordinates of the trainer, which resolve its bias."""
+    discrepancy to within 20 % (the O(h²) term); and at h = 0.04 the kernel's E f agrees with 500
+    chains × 4 coordinates of the trainer, which resolve its bias."""
     s = 0.5
     exact_F, gap = fp.gibbs_mean_f(s), T.spectral_gap(s)
     bias = [fp.em_stationary_mean(fp.f, s, h) - exact_F for h in (0.02, 0.01, 0.005)]

@@ -45,7 +45,8 @@ def test_unbatched_argument_is_broadcast():
 
 @pytest.mark.parametrize("fn", [linalg.singular_values, linalg.thin_svd, linalg.qr_r])
 def test_no_lapack_call_gets_a_batch(stack, fn):
-    """The reason for the module: a batched call hangs jaxlib's CPU pool when several run at once."""
+    """The reason for the module: a batched call hangs jaxlib's CPU pool when several run at
+    once."""
     assert lapack_operand_ranks(jax.vmap(jnp.linalg.svd), stack[0]) == [3]  # what it avoids
     ranks = lapack_operand_ranks(jax.vmap(jax.vmap(fn)), stack)
     assert ranks and set(ranks) == {2}

@@ -1,5 +1,5 @@
-"""Progress bars (attndyn.core.progress_bars): shown on a terminal with steps and an ETA, never with --json
-and never off a terminal."""
+"""Progress bars (attndyn.core.progress_bars): shown on a terminal with steps and an ETA, never
+with --json and never off a terminal."""
 
 from __future__ import annotations
 

@@ -33,7 +33,10 @@ def _need_browser():
     except ImportError:
         missing.append("the selenium package")
     if missing:
-        why = f"headless Chromium needs {', '.join(missing)} (apt-get install chromium chromium-driver)"
+        why = (
+            f"headless Chromium needs {', '.join(missing)} "
+            "(apt-get install chromium chromium-driver)"
+        )
         if os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)
@@ -55,8 +58,9 @@ def diverged_copy(store: Store, traj, run_id: str) -> None:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A results folder with a tiny aim simulation and its theory, the tiny circuits-ode
-    experiment (the fastest tiny preset, about 4 s), a figure of no experiment (as the demo's), a run with a diverged seed, a failure and
-    a damaged file; the report written by ``attndyn report``."""
+    experiment (the fastest tiny preset, about 4 s), a figure of no experiment (as the demo's), a
+    run with a diverged seed, a failure and a damaged file; the report written by
+    ``attndyn report``."""
     _need_browser()
     import attndyn
     from attndyn.cli import main

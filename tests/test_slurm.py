@@ -114,7 +114,8 @@ def test_sweep_on_slurm_survives_a_cancelled_job(slurm, tmp_path):
     assert not list((results / "runs").glob(".*.tmp"))  # no temporary left behind
     assert problems(results) == []
     print(
-        f"cancelled job {job_ids[0]} after {cancelled_at} of {N_RUNS} runs; {fewest_workers} worker(s) left; sweep: {s.as_json()}"
+        f"cancelled job {job_ids[0]} after {cancelled_at} of {N_RUNS} runs; "
+        f"{fewest_workers} worker(s) left; sweep: {s.as_json()}"
     )
 
 

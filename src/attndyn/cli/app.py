@@ -70,7 +70,8 @@ app.command()(results.summary)
 
 def _clean_stdout(callback):
     """``callback`` run with native output to stdout sent to stderr when it is asked for --json
-    or --csv, so that stdout carries only what the command prints (:mod:`attndyn.cli.ui.machine_output`)."""
+    or --csv, so that stdout carries only what the command prints
+    (:mod:`attndyn.cli.ui.machine_output`)."""
 
     @functools.wraps(callback)
     def wrapper(*args, **kwargs):

@@ -9,8 +9,8 @@ Custom calls (LAPACK's SVD, QR, LU on CPU) count 0.
 
 While :func:`recording` is active, :func:`report` (called by :func:`attndyn.core.trainer.train`
 and :func:`attndyn.core.flow.integrate_flow` after their loops) appends
-``{"flops", "bytes", "iterations"}`` for each loop run; nothing is computed otherwise. The compiled program is the one the run used (jit's cache), so a report costs no
-compilation.
+``{"flops", "bytes", "iterations"}`` for each loop run; nothing is computed otherwise. The compiled
+program is the one the run used (jit's cache), so a report costs no compilation.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Persistent compilation cache: every ``simulate`` call builds fresh closures, so jit's in-memory
 cache never hits across runs; XLA compiles then dominate short runs, sweeps and tests (timings
-in BENCHMARKS.md, "Sweep wall time per executor"). JAX's on-disk cache keys on the compiled program, so identical shapes reuse the binary
-across runs and processes. It goes to ``$ATTNDYN_JAX_CACHE`` (default
-``~/.cache/attndyn/jax``); set ``ATTNDYN_JAX_CACHE=off`` to disable. A cache directory the user
-configured for JAX (``JAX_COMPILATION_CACHE_DIR``) is left alone.
+in BENCHMARKS.md, "Sweep wall time per executor"). JAX's on-disk cache keys on the compiled program,
+so identical shapes reuse the binary across runs and processes. It goes to ``$ATTNDYN_JAX_CACHE``
+(default ``~/.cache/attndyn/jax``); set ``ATTNDYN_JAX_CACHE=off`` to disable. A cache directory the
+user configured for JAX (``JAX_COMPILATION_CACHE_DIR``) is left alone.
 
 XLA:CPU's YNNPACK reduce/elementwise fusions (jaxlib 0.10) fail at run time on some batched
 softmax gradients ("ternary_elementwise: dimension … does not match", e.g. the langevin family's

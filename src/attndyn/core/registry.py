@@ -30,7 +30,8 @@ def _group(group: str) -> dict[str, EntryPoint]:
     for ep in entry_points(group=group):
         if ep.name in found and found[ep.name].value != ep.value:
             raise InputError(
-                f"two plug-ins register '{ep.name}' in {group}: {found[ep.name].value} and {ep.value}"
+                f"two plug-ins register '{ep.name}' in {group}: "
+                f"{found[ep.name].value} and {ep.value}"
             )
         found[ep.name] = ep
     return found

@@ -50,7 +50,8 @@ class Problem:
     """A family's simulation, as pure functions.
 
     ``init(key) -> (params, state)``: trainable parameter groups and fixed state (e.g. the teacher).
-    ``sample(key) -> batch``: one fresh batch. ``loss(params, state, batch) -> scalar`` (batch mean).
+    ``sample(key) -> batch``: one fresh batch.
+    ``loss(params, state, batch) -> scalar`` (batch mean).
     ``observe(params, state) -> {name: scalar}``: observables at a record point.
     ``update``: the update rule, an optax transformation on the whole parameter tree (per-group
     rules through :func:`attndyn.core.updates.by_group`); it may read the extra argument ``key``.

@@ -11,8 +11,9 @@ start at step 0) and the gradient λθ of the penalty (λ/2)‖θ‖²; its floa
 the formula as written (η s(k) rounded once to the parameters' dtype). :func:`optimizer` also
 names the other rules optax offers (momentum, Adam, AdamW, RMSProp) on the same (η, s, λ);
 :func:`by_group` gives each top-level parameter group its own rule; :func:`gaussian_noise` adds
-the Euler–Maruyama noise of a Langevin step. Transformations that need randomness read the extra argument ``key``, which the trainer
-derives from the step's own key, so a trajectory never depends on the record grid.
+the Euler–Maruyama noise of a Langevin step. Transformations that need randomness read the extra
+argument ``key``, which the trainer derives from the step's own key, so a trajectory never depends
+on the record grid.
 """
 
 from __future__ import annotations

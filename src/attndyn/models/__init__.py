@@ -3,9 +3,10 @@
 Each family is one package (attndyn's own: ``aim``, ``circuits``, ``langevin``, ``markov``,
 ``query``; a plug-in may live in any pip-installed package) that satisfies the contract of
 :mod:`attndyn.models.base`: ``NAME``, ``Config``, ``SUMMARY``, ``build(config)``,
-``simulate(config)`` and the optional names of :data:`~attndyn.models.base.OPTIONAL`. :func:`get_family` loads a family by name (checking the contract) and
-:func:`get_theory` its theory module. Nothing outside a family's own folder imports it by name;
-a family never imports another family.
+``simulate(config)`` and the optional names of :data:`~attndyn.models.base.OPTIONAL`.
+:func:`get_family` loads a family by name (checking the contract) and :func:`get_theory` its theory
+module. Nothing outside a family's own folder imports it by name; a family never imports another
+family.
 """
 
 from __future__ import annotations

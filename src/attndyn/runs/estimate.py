@@ -4,18 +4,18 @@
 (``t_max`` scaled so the run takes n optimiser steps, two linear record points), first n = 16,
 then ×16 (at least ×2, less where the last call's pace says that would take over
 ``8·enough_s``) until the steps added since the first call take ``enough_s`` or n reaches the
-config's ``total_steps``. JAX's compile events (tracing, lowering, XLA compile or cache retrieval) are
-timed and taken out, so the per-step time is measured after compilation; the last two calls
+config's ``total_steps``. JAX's compile events (tracing, lowering, XLA compile or cache retrieval)
+are timed and taken out, so the per-step time is measured after compilation; the last two calls
 give the per-step slope and the fixed overhead (build, init, recording). The estimate is
 
     compile + overhead + per-step time × total_steps
 
 and ``recompile_s`` (a later call's compile events: tracing again and, with JAX's persistent
 cache, reading the compiled program back) is what a run of the same program costs once the
-calibration has compiled it (record points beyond two are not timed: each costs one observation, usually far less than the
-steps between them). When the calibration reaches ``total_steps`` it *is* the run, and the
-estimate is its measured time. docs/sweeps.md, "Estimates and the time limit", describes how
-the CLI uses it (``--dry-run``, ``--max-hours``, ``--yes``).
+calibration has compiled it (record points beyond two are not timed: each costs one observation,
+usually far less than the steps between them). When the calibration reaches ``total_steps`` it
+*is* the run, and the estimate is its measured time. docs/sweeps.md, "Estimates and the time
+limit", describes how the CLI uses it (``--dry-run``, ``--max-hours``, ``--yes``).
 
 Estimates hold on a busy machine (issue 27): each call's time is the smaller of its wall time
 and its process CPU time (:func:`time.process_time`, all threads), times the share of its wall

@@ -4,11 +4,11 @@ Listing runs needs each run's record (the JSON in its Parquet footer). Reading 1
 takes seconds; the catalog ``<root>/catalog.parquet`` keeps them, one row per run file
 (``file, mtime_ns, size, meta``), plus in its own metadata the SQL type of every flattened config
 field of every family (``{family: {field: type}}``: a family's field types never depend on
-another family's runs). On open, the ``runs/`` folder is listed (names, sizes, modification times: one ``scandir``)
-and compared with the catalog: only new or rewritten files are read, vanished ones dropped, and
-the catalog is rewritten atomically (temporary file, rename) when anything changed. Hidden
-temporary files of writers in progress are never listed. The catalog is a cache: deleting it
-is safe, a read-only results folder simply skips saving it, and a damaged one is rebuilt.
+another family's runs). On open, the ``runs/`` folder is listed (names, sizes, modification times:
+one ``scandir``) and compared with the catalog: only new or rewritten files are read, vanished ones
+dropped, and the catalog is rewritten atomically (temporary file, rename) when anything changed.
+Hidden temporary files of writers in progress are never listed. The catalog is a cache: deleting
+it is safe, a read-only results folder simply skips saving it, and a damaged one is rebuilt.
 """
 
 from __future__ import annotations

@@ -8,18 +8,19 @@ PyTorch loop, timed in the same run.
   over the seeds, i.e. the rate at which seed-steps of a study are produced;
   ``steps_per_s_each_seed`` = that rate over the number of seeds (each seed's own rate).
 - PyTorch reference (``torch_reference=True`` and torch installed; :mod:`attndyn_bench.circuits`,
-  imported only then): one seed at a time, the way
-  the notebooks (arXiv 2608.06776 code, ``Fig-2_CACO_FAFO Experiments.ipynb``; docs/circuits.md) write it: every sequence
-  drawn with its own ``choice`` calls (NumPy's Generator; the notebooks' ``np.random.choice``), ``F.one_hot(...).float()`` inputs, four bias-free
-  ``nn.Linear(50, 50)`` layers (query only on the last token, scores / √50, softmax, context,
-  prediction), ``CrossEntropyLoss``, ``optim.SGD`` with two parameter groups (η_QK, η_OV),
-  ``zero_grad``/``backward``/``step``; torch's default intra-op threads. Its steps/s for one seed
-  is the seed-steps/s of running the seeds one after another.
+  imported only then): one seed at a time, the way the notebooks (arXiv 2608.06776 code,
+  ``Fig-2_CACO_FAFO Experiments.ipynb``; docs/circuits.md) write it: every sequence drawn with its
+  own ``choice`` calls (NumPy's Generator; the notebooks' ``np.random.choice``),
+  ``F.one_hot(...).float()`` inputs, four bias-free ``nn.Linear(50, 50)`` layers (query only on the
+  last token, scores / √50, softmax, context, prediction), ``CrossEntropyLoss``, ``optim.SGD`` with
+  two parameter groups (η_QK, η_OV), ``zero_grad``/``backward``/``step``; torch's default intra-op
+  threads. Its steps/s for one seed is the seed-steps/s of running the seeds one after another.
 - ``speedup_vs_torch_reference`` = the ratio; target ≥ 10 (issue 5). The loop is also timed
   with one torch thread (``torch_steps_per_s_1thread``): at these tiny sizes torch's threads cost
   more than they give, badly so on a loaded machine; ``speedup_vs_best_torch`` divides by the
-  faster of the two (the target is judged, as asked, against the default-thread loop). ``paper_preset_minutes``:
-  the estimated wall time of a paper-preset run (625,000 steps × 5 seeds) at the measured rate.
+  faster of the two (the target is judged, as asked, against the default-thread loop).
+  ``paper_preset_minutes``: the estimated wall time of a paper-preset run (625,000 steps × 5 seeds)
+  at the measured rate.
 
 Rows carry ``cpus_used`` (process CPU seconds per wall second) and ``load_average_1min``: on a
 shared machine both timings suffer, the ratio less so.

@@ -46,8 +46,8 @@ MATRICES: dict[str, tuple[str, ...]] = {
 class CircuitsConfig(SimulationConfig):
     """Single-query self-attention on one-hot tokens, trained by SGD on the distinct/common task.
 
-    Data (docs/circuits.md, "Data"): class c ~ U{0..n_classes−1}; seq_len−2 i.i.d. context tokens with
-    unnormalised weights ``common_weight`` on the common ids 0..n_common−1 and the ramp
+    Data (docs/circuits.md, "Data"): class c ~ U{0..n_classes−1}; seq_len−2 i.i.d. context tokens
+    with unnormalised weights ``common_weight`` on the common ids 0..n_common−1 and the ramp
     linspace(distinct_min, distinct_max, n_distinct) on the class's distinct ids
     n_common + c·n_distinct + (0..n_distinct−1); then the query id query_start + c. The model
     input is those seq_len−1 tokens; the target is the label id label_start + c.

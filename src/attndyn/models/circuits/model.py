@@ -8,8 +8,8 @@ makes W x = W[:, t], so the model is written with gathers instead of one-hot mat
     logit = W_OV h,  h = Σ_j a_j e_{x_j}, W_OV = W_P W_V (FO) or W_P (CO)
     loss  = cross-entropy(logit, label)   (batch mean)
 
-which is x_Tᵀ W_qᵀ W_k x_j/√d and W_P Σ_j a_j W_V x_j of the notebooks exactly (the CA query is the raw
-one-hot x_T). :func:`forward_onehot` is the direct one-hot-matmul transcription used to test it.
+which is x_Tᵀ W_qᵀ W_k x_j/√d and W_P Σ_j a_j W_V x_j of the notebooks exactly (the CA query is the
+raw one-hot x_T). :func:`forward_onehot` is the direct one-hot-matmul transcription used to test it.
 
 Parameters: two top-level groups so that the trainer's per-group step sizes give η_QK and η_OV:
 ``{"qk": {"Wq", "Wk"} | {"Wkq"}, "ov": {"Wv", "Wp"} | {"Wp"}}``.

@@ -10,21 +10,22 @@ Circuits (computed at record points from the parameters):
   rank exp(−Σ p_i log p_i), p_i = σ_i/Σσ (Roy & Vetterli 2007).
 - ``{c}_balance`` = ‖AᵀA − BBᵀ‖_F and ``{c}_balance_rel`` = that over max(‖AᵀA‖_F, ‖BBᵀ‖_F)
   (the notebooks' Δ), factorised circuits only. Gradient flow conserves AᵀA/η_A − BBᵀ/η_B
-  (docs/circuits-theory.md §2); both factors of a circuit share one step size here (also under the QK ramp,
-  which only reparameterises time), so AᵀA − BBᵀ itself is the conserved quantity.
+  (docs/circuits-theory.md §2); both factors of a circuit share one step size here (also under the
+  QK ramp, which only reparameterises time), so AᵀA − BBᵀ itself is the conserved quantity.
 - ``qk_gap``: scale·(mean over classes c of mean_{j distinct of c} W_QK[q_c, j] −
   mean_{j common} W_QK[q_c, j]), the score advantage of relevant tokens (≈ μ_QK of the reduced
-  ODE, docs/circuits-theory.md §1; our reading); ``ov_gap``: mean over c of mean_{j distinct of c} (W_OV[label_c, j] −
-  mean_{l ≠ c} W_OV[label_l, j]), the OV logit margin a distinct token carries.
+  ODE, docs/circuits-theory.md §1; our reading); ``ov_gap``: mean over c of mean_{j distinct of c}
+  (W_OV[label_c, j] − mean_{l ≠ c} W_OV[label_l, j]), the OV logit margin a distinct token carries.
 
-Attention on the fixed test set (the notebooks' metrics): per sequence the distinct-token mass Σ_{j: x_j relevant} a_j
-and the probability of the correct token; ``attn_distinct`` (mean mass), ``frac_sharp`` (fraction
-with mass ≥ sharp_threshold, 0.6 by default), ``hist_a{i}_p{j}`` the Fig.-2 5×5 histogram in % of
-sequences (mass bin i, probability bin j, edges 0, .2, .4, .6, .8, 1; the value 1 falls in the
-last bin), ``separability`` (mean of max_{distinct j} a_j − min_{other j} a_j, the query position
-counting as "other" as in the code's ``inputs > 9``), ``attn_entropy`` (mean −Σ a log a, nats; an
-extra, not in the code), ``attn_query`` (mean attention of the query on itself: the query id
-also identifies the class, so it is an alternative to the distinct tokens), ``prob_correct``, ``loss`` (test cross-entropy), ``accuracy``.
+Attention on the fixed test set (the notebooks' metrics): per sequence the distinct-token mass
+Σ_{j: x_j relevant} a_j and the probability of the correct token; ``attn_distinct`` (mean mass),
+``frac_sharp`` (fraction with mass ≥ sharp_threshold, 0.6 by default), ``hist_a{i}_p{j}`` the
+Fig.-2 5×5 histogram in % of sequences (mass bin i, probability bin j, edges 0, .2, .4, .6, .8, 1;
+the value 1 falls in the last bin), ``separability`` (mean of max_{distinct j} a_j −
+min_{other j} a_j, the query position counting as "other" as in the code's ``inputs > 9``),
+``attn_entropy`` (mean −Σ a log a, nats; an extra, not in the code), ``attn_query`` (mean
+attention of the query on itself: the query id also identifies the class, so it is an alternative
+to the distinct tokens), ``prob_correct``, ``loss`` (test cross-entropy), ``accuracy``.
 """
 
 from __future__ import annotations

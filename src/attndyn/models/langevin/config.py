@@ -62,7 +62,9 @@ class LangevinConfig(SimulationConfig):
         None,
         gt=0,
         le=10,
-        description="Euler–Maruyama step (sde, lmc; default 0.01); not used by sgd, whose step is s",
+        description=(
+            "Euler–Maruyama step (sde, lmc; default 0.01); not used by sgd, whose step is s"
+        ),
     )
     beta: float | None = Field(
         None, gt=0, le=1e12, description="lmc only: inverse temperature β (s = 2/β)"
@@ -134,7 +136,8 @@ class LangevinConfig(SimulationConfig):
                 raise ValueError("h: dynamics='sgd' steps by s; h is for 'sde' and 'lmc'")
             if self.model in TEST_POTENTIALS:
                 raise ValueError(
-                    f"dynamics: 'sgd' needs data: model must be attention or lora (got {self.model!r})"
+                    "dynamics: 'sgd' needs data: model must be attention or lora "
+                    f"(got {self.model!r})"
                 )
             if self.s <= 0:
                 raise ValueError("s: dynamics='sgd' needs a learning rate s > 0")
@@ -152,7 +155,8 @@ class LangevinConfig(SimulationConfig):
                 raise ValueError("rank: must be at most min(width, d)")
         if self.total_steps > 50_000_000:
             raise ValueError(
-                f"t_max: t_max / step = {self.total_steps} steps is above 5e7; raise h or lower t_max"
+                f"t_max: t_max / step = {self.total_steps} steps is above 5e7; "
+                "raise h or lower t_max"
             )
         return self
 
@@ -183,4 +187,5 @@ EXAMPLE = dict(n=16, d=4, tokens=4, heads=1, d_k=2, t_max=0.5, records=4, seeds=
 """A small config that runs in about a second (contract tests, docs)."""
 
 THEORY_EXAMPLE = dict(model="double-well", lam=0.0, s=0.5, x0=1.0, init_scale=0.2, t_max=1.0)
-"""Values over EXAMPLE for the contract test of the theory, which covers the test potentials only."""
+"""Values over EXAMPLE for the contract test of the theory, which covers the test potentials
+only."""

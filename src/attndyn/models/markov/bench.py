@@ -217,7 +217,8 @@ def run_markov_benchmark(
     peak = matmul_peak(n=size["peak_n"], repeats=2 if quick else 5)
     gflops = step_flops(4, m) * gd_rate / 1e9
     say(
-        f"  GD {gd_rate:.4g} steps/s (t = {t_flow:g} would take {projected:.3g} s); torch {torch_rate}"
+        f"  GD {gd_rate:.4g} steps/s (t = {t_flow:g} would take {projected:.3g} s); "
+        f"torch {torch_rate}"
     )
     for solver, t_stop in (("ros2", t_flow), ("bs3", min(t_flow, size["bs3_t_stop"]))):
         # the explicit pair is stability-bound (steps ∝ t): run to t_stop and project

@@ -3,8 +3,8 @@
 Fig. 2(B) and Appendix E.2 apply PCA to the embedding snapshots W₀(t) of a run; Lemma 3.1 and
 Thm 3.2 say the attention block W_QK = W_QW_Kᵀ stays O(ε) in Stage I. Neither is a scalar of the
 current parameters alone, so :func:`snapshots` integrates a population run once more through
-:func:`attndyn.models.markov.run_records` (the same init and solver as ``simulate``) and returns, besides the
-observables of observables.py, per record:
+:func:`attndyn.models.markov.run_records` (the same init and solver as ``simulate``) and returns,
+besides the observables of observables.py, per record:
 
 - ``W0``: the embedding (seed, time, d, m);
 - ``w0_pi``: ‖πᵀW₀‖/‖π‖, the embedding's component along the Stage-I left singular direction

@@ -7,8 +7,8 @@ and bigram P̂ of the stream give the population observables (docs/markov.md, "T
 Sources (``corpus``): a local text file, or ``hf:wikitext-2`` / ``hf:wikitext-103`` (Hugging Face
 ``Salesforce/wikitext``, configs ``wikitext-2-raw-v1`` / ``wikitext-103-raw-v1``, split train) or
 ``hf:tinystories`` (``roneneldan/TinyStories``, split train) through the ``datasets`` library
-(which caches what it downloads), or ``gen:topic-words``: words emitted by a known hidden Markov chain
-(:class:`TopicWords`), generated here, so that tests and the tiny preset need no data.
+(which caches what it downloads), or ``gen:topic-words``: words emitted by a known hidden Markov
+chain (:class:`TopicWords`), generated here, so that tests and the tiny preset need no data.
 WikiText's raw markup is undone everywhere (:func:`clean_wikitext`). Tokenizers (``tokenizer``):
 ``word`` (lower-cased words and punctuation, the ``vocab − 1`` most frequent kept, the rest
 ``<unk>``) or ``bpe`` (a byte-level BPE of ``vocab`` ids trained on the corpus with the Hugging

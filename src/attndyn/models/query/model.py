@@ -5,7 +5,8 @@ Model (our reconstruction of arXiv 2606.22406, whose body we could not read; doc
 s_i = β⟨q, x_i⟩, weights w = softmax(s), attention output a = Σ w_i x_i and objective ‖a‖².
 Since ∂w_i/∂q = β w_i (x_i − a),
 
-    ∇_q ‖a‖² = 2β Σ_i w_i ⟨x_i, a⟩ (x_i − a) = 2β (Σ_i w_i c_i x_i − (Σ_i w_i c_i) a),  c_i = ⟨x_i, a⟩.
+    ∇_q ‖a‖² = 2β Σ_i w_i ⟨x_i, a⟩ (x_i − a)
+             = 2β (Σ_i w_i c_i x_i − (Σ_i w_i c_i) a),  c_i = ⟨x_i, a⟩.
 
 The second form needs ⟨x_i, a⟩ with the *final* a, i.e. a second look at every token after the
 softmax normaliser is known. Two exact routes:

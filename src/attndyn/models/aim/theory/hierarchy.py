@@ -4,7 +4,8 @@ matrix-level mean flow (Eqs. 207–210, 263) that solves it exactly for a finite
 Moments μ_α = Tr(S_{k1}⋯S_{kw})/d for words α over the indices; the S_k are symmetric, so a word
 is one representative of its class under cyclic rotation and reversal. Eq. 11:
 
-    dμ_α/dt = − Σ_{i: k_i ∈ 𝒦} Σ_l Γ_{k_i l}(q) [μ_(k1..k_{i−1}, l, k_i..kw) + μ_(k1..k_i, l, k_{i+1}..kw)]
+    dμ_α/dt = − Σ_{i: k_i ∈ 𝒦} Σ_l Γ_{k_i l}(q) [μ_(k1..k_{i−1}, l, k_i..kw)
+                                                 + μ_(k1..k_i, l, k_{i+1}..kw)]
               − (γ/2) |α|_𝒦 μ_α,
 
 with q_kl = μ_(k,l), Γ = ∇Φ (Eq. 91) and |α|_𝒦 the number of trainable letters in α. The

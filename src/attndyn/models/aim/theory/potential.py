@@ -166,9 +166,9 @@ class Potential:
         """Γ_kl(q) = ½ Σ_{i,j,i',j'} (C_ii'C_jj' + C_ij'C_ji') E[∂²L/∂G_(ijk)∂G_(i'j'l)] (Eq. 91),
         the expectation over G ~ N(0, Cov(q)) on the rule's nodes, with the Hessian of L in the
         full form tensor (every entry G_ijk an argument; computed in the distinct entries, which
-        gives the same sum since B is symmetric in i ↔ j). The covariance is factored by its symmetric
-        square root (negative round-off eigenvalues clipped), so q on the boundary of the PSD cone
-        is fine; q must be PSD (the hierarchy projects it first, Eqs. 92–93)."""
+        gives the same sum since B is symmetric in i ↔ j). The covariance is factored by its
+        symmetric square root (negative round-off eigenvalues clipped), so q on the boundary of the
+        PSD cone is fine; q must be PSD (the hierarchy projects it first, Eqs. 92–93)."""
         with jax.enable_x64(True):
             q = jnp.asarray(q, jnp.float64)
             return np.asarray(self._compiled("price")(q))

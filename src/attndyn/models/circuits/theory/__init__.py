@@ -35,7 +35,8 @@ observables and gradient-flow time, not the order-parameter flow of the toy simu
 
 
 class CircuitsTheoryConfig(GridConfig):
-    """The reduced flow's constants (docs/circuits-theory.md §1; defaults are Fig. 4's) and its time grid.
+    """The reduced flow's constants (docs/circuits-theory.md §1; defaults are Fig. 4's) and its time
+    grid.
 
     Learning rates: ``eta_ov`` and either ``ratio`` r = η_QK/η_OV (default 1) or ``eta_qk``.
     The run ends at the first time the loss reaches ``stop_loss``, or at ``t_max`` if set;

@@ -64,7 +64,8 @@ RUN_FAMILY = "circuits:fixed-attention"
 
 
 class FixedAttentionConfig(SimulationConfig):
-    """One fixed-attention run: α, the OV parameterisation and SGD settings (docs/circuits-theory.md §3).
+    """One fixed-attention run: α, the OV parameterisation and SGD settings
+    (docs/circuits-theory.md §3).
 
     The time axis is the SGD step (``t_max`` steps; Fig. 3: 500 epochs × 250 steps).
     """

@@ -12,17 +12,17 @@ scalars, μ_QK (the logit of the m informative tokens; the n uninformative ones 
     dμ_OV/dt   = η_OV α / (b (e^{α μ_OV} + M − 1))
     dμ_QK/dt   = η_QK (M − 1) α (1 − α) μ_OV / (M b² (e^{α μ_OV} + M − 1))
 
-Our derivation (checked in tests/test_circuits_theory.py): the right-hand side is a metric-scaled gradient
-flow, dμ/dt = −diag(η_OV/(b(M−1)), η_QK/(M b²)) ∇L, so b and M act as per-coordinate
+Our derivation (checked in tests/test_circuits_theory.py): the right-hand side is a metric-scaled
+gradient flow, dμ/dt = −diag(η_OV/(b(M−1)), η_QK/(M b²)) ∇L, so b and M act as per-coordinate
 learning-rate scalings; the path in (μ_OV, μ_QK) depends only on r = η_QK/η_OV, with
 dμ_QK/dμ_OV = r (M − 1)(1 − α) μ_OV/(M b) (:func:`path_rhs`); dμ_QK/dt = 0 while μ_OV = 0.
 
 The authors integrate with RK4 in τ = t·min(η_OV, η_QK), dτ = 10, until L = 1e-4 (the
-"Fig-4 Code" notebook). Here: scipy's adaptive DOP853 in float64 (rtol 1e-10 by default, absolute tolerance
-rtol·1e-4) on the physical time t, with terminal and non-terminal events at loss thresholds
-(event function log L − log L_k, so small thresholds are resolved in relative terms). The loss
-falls monotonically along the flow (dL/dt = −∇Lᵀ diag(·) ∇L ≤ 0), so the first crossing of a
-threshold is the only one.
+"Fig-4 Code" notebook). Here: scipy's adaptive DOP853 in float64 (rtol 1e-10 by default, absolute
+tolerance rtol·1e-4) on the physical time t, with terminal and non-terminal events at loss
+thresholds (event function log L − log L_k, so small thresholds are resolved in relative terms).
+The loss falls monotonically along the flow (dL/dt = −∇Lᵀ diag(·) ∇L ≤ 0), so the first crossing
+of a threshold is the only one.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ class ReducedParams:
     """Constants of the reduced flow (the authors' README; defaults are the Fig. 4 simulation's).
 
     m: informative tokens; n: uninformative tokens; b: normalisation constant (its meaning is
-    not stated in the README; 50 = V in the code); M: output classes; η_OV, η_QK: the circuits' learning
-    rates; μ_OV(0), μ_QK(0): the initial state (0, 0 in Fig. 4).
+    not stated in the README; 50 = V in the code); M: output classes; η_OV, η_QK: the circuits'
+    learning rates; μ_OV(0), μ_QK(0): the initial state (0, 0 in Fig. 4).
     """
 
     m: float = 5.0

@@ -121,8 +121,8 @@ def phi_fit(config: QueryTheoryConfig) -> PhiFit:
 
 def initial_state(config: QueryConfig) -> tuple[np.ndarray, np.ndarray]:
     """(α₀, b₀) per seed: ⟨q₀, u⟩ and ‖P_⊥q₀‖ of the simulator's own initial query and latent
-    direction (or the reduced sampler's initial (α, b)) (seeds ``seed … seed + seeds − 1``; the draws in the config's dtype, as the
-    simulator makes them)."""
+    direction (or the reduced sampler's initial (α, b)) (seeds ``seed … seed + seeds − 1``; the
+    draws in the config's dtype, as the simulator makes them)."""
     seeds = config.seed_list
     sim_fields = {k: getattr(config, k) for k in QueryConfig.model_fields}
     with jax.enable_x64(config.dtype == "float64"):

@@ -17,7 +17,8 @@ t^B_k = μ_(B_k), q⁽¹⁾_kl = μ_(M_k, M_lᵀ), q⁽²⁾_kl = μ_(M_k, M_l);
   β_k = −ψ_k/D_k (Eq. 30) with ψ_k = 2 Σ_{l,r} a⁽ʳ⁾_kl [μ_(M⁽ʳ⁾_l, B_k) + μ_(A_k, M⁽ʳ⁾_l)]
   (Eq. 27), and for every word α
 
-      dμ_α/dτ = − Σ_{i: k_i∈𝒦} β_{k_i} T^bias_i(μ) − 2 Σ_{i: k_i∈𝒦} Σ_{l,r} a⁽ʳ⁾_{k_i l} T^diff_{i,l,r}(μ)
+      dμ_α/dτ = − Σ_{i: k_i∈𝒦} β_{k_i} T^bias_i(μ)
+                − 2 Σ_{i: k_i∈𝒦} Σ_{l,r} a⁽ʳ⁾_{k_i l} T^diff_{i,l,r}(μ)
                 − 2γ |α|_𝒦 μ_α                                                     (Eq. 32)
 
   with the substitution operators of Eq. 31 as re-derived in docs/aim-untied-derivation.md
