@@ -212,13 +212,14 @@ from ours, which a seed-spread tolerance cannot cover, so it is reported, not cl
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         alphas, a0 = list(config.base.alphas), config.base.alphas[0]
-        final = {
+        final = {  # per seed
             (ov, name, a): _series(results, ov, name, a)[:, -1]
             for ov in OVS
             for name in ("loss", "sensitivity", "accuracy")
             for a in alphas
         }
-        m: dict[str, Any] = {"table": {}}
+        m: dict[str, Any] = {"final": final, "table": {}}
+        m["sensitivity_a0"] = {ov: _series(results, ov, "sensitivity", a0) for ov in OVS}
         devs, spread = [], []  # the first seed vs the notebooks' printed losses; seed spread
         for ov in OVS:
             steps = results["runs"][ov]["step"].values
@@ -242,32 +243,6 @@ from ours, which a seed-spread tolerance cannot cover, so it is reported, not cl
                         "paper_final_loss": paper,
                     }
                 )
-            m[f"loss_step_{ov}"] = _highest(
-                [
-                    mean_ci(np.log(final[(ov, "loss", y)] / final[(ov, "loss", x)]))
-                    for x, y in zip(alphas, alphas[1:], strict=False)
-                ]
-            ).map(math.exp)
-        for name in ("loss", "sensitivity"):
-            c, f = final[("collapsed", name, a0)], final[("factorised", name, a0)]
-            m[f"{name}_difference"] = mean_ci(c - f)
-            m[f"{name}_small_alpha"] = (float(c.mean()), float(f.mean()))
-        log_ratios = [
-            mean_ci(np.log(final[("factorised", "loss", a)] / final[("collapsed", "loss", a)]))
-            for a in alphas
-        ]
-        m["loss_ratios"] = [math.exp(x.value) for x in log_ratios]
-        m["loss_ratio_worst"] = _highest(log_ratios).map(math.exp)
-        sens = _series(results, "collapsed", "sensitivity", a0)
-        i = int(round(config.rising_from * (sens.shape[1] - 1)))
-        m["collapsed_rise"] = mean_ci(sens[:, -1] - sens[:, i])
-        m["collapsed_rise_ends"] = (float(sens[:, -1].mean()), float(sens[:, i].mean()))
-        sens = _series(results, "factorised", "sensitivity", a0)
-        peak = sens.max(axis=1)
-        m["factorised_decay"] = mean_ci(
-            np.where(peak > 0, sens[:, -1] / np.where(peak > 0, peak, 1), np.nan)
-        )
-        m["factorised_decay_ends"] = (float(sens[:, -1].mean()), float(peak.mean()))
         at_paper = abs(config.base.lr * config.base.t_max - PAPER_LR_STEPS) <= 1e-9
         m["notebook_deviation"] = (
             {"seed": config.seed, "deviation": max(devs), "seed_rel_sd": max(spread)}
@@ -281,36 +256,47 @@ from ours, which a seed-spread tolerance cannot cover, so it is reported, not cl
         return [Check.compare("seeds diverged (both runs)", m["diverged"], "==", 0)]
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
-        alphas, a0 = config.base.alphas, config.base.alphas[0]
+        alphas, a0, final = config.base.alphas, config.base.alphas[0], m["final"]
         out: dict[str, Any] = {}
         for name in ("loss", "sensitivity"):
-            c, f = m[f"{name}_small_alpha"]
+            c, f = final[("collapsed", name, a0)], final[("factorised", name, a0)]
             out[f"collapsed-{name}-larger-at-small-alpha"] = Evidence(
-                m[f"{name}_difference"],
-                detail=f"α = {a0:g}: final {name} collapsed {c:.4g} vs factorised {f:.4g} "
-                "(seed means)",
+                mean_ci(c - f),
+                detail=f"α = {a0:g}: final {name} collapsed {float(c.mean()):.4g} vs factorised "
+                f"{float(f.mean()):.4g} (seed means)",
             )
-        for ov in OVS:
+        for ov in OVS:  # geometric seed means of the ratios of consecutive α
+            steps = [
+                mean_ci(np.log(final[(ov, "loss", y)] / final[(ov, "loss", x)]))
+                for x, y in zip(alphas, alphas[1:], strict=False)
+            ]
             losses = ", ".join(f"{row['final_loss']:.3g}" for row in m["table"][ov])
             out[f"final-loss-decreasing-in-alpha-{ov}"] = Evidence(
-                m[f"loss_step_{ov}"],
+                _highest(steps).map(math.exp),
                 detail=f"final loss at α = {', '.join(f'{a:g}' for a in alphas)}: {losses}",
             )
+        ratios = [
+            mean_ci(np.log(final[("factorised", "loss", a)] / final[("collapsed", "loss", a)]))
+            for a in alphas
+        ]
         out["factorised-loss-below-tenth-of-collapsed"] = Evidence(
-            m["loss_ratio_worst"],
+            _highest(ratios).map(math.exp),
             detail="factorised/collapsed per α (geometric seed means): "
-            + ", ".join(f"{r:.3g}" for r in m["loss_ratios"]),
+            + ", ".join(f"{math.exp(r.value):.3g}" for r in ratios),
         )
-        end, before = m["collapsed_rise_ends"]
+        sens = m["sensitivity_a0"]["collapsed"]
+        i = int(round(config.rising_from * (sens.shape[1] - 1)))
         out["collapsed-sensitivity-still-rising"] = Evidence(
-            m["collapsed_rise"],
-            detail=f"α = {a0:g}: at the end {end:.3g}, at {config.rising_from:.0%} of the run "
-            f"{before:.3g} (seed means)",
+            mean_ci(sens[:, -1] - sens[:, i]),
+            detail=f"α = {a0:g}: at the end {float(sens[:, -1].mean()):.3g}, at "
+            f"{config.rising_from:.0%} of the run {float(sens[:, i].mean()):.3g} (seed means)",
         )
-        end, peak = m["factorised_decay_ends"]
+        sens = m["sensitivity_a0"]["factorised"]
+        peak = sens.max(axis=1)
         out["factorised-sensitivity-decayed"] = Evidence(
-            m["factorised_decay"],
-            detail=f"α = {a0:g}: at the end {end:.3g}, peak {peak:.3g} (seed means)",
+            mean_ci(np.where(peak > 0, sens[:, -1] / np.where(peak > 0, peak, 1), np.nan)),
+            detail=f"α = {a0:g}: at the end {float(sens[:, -1].mean()):.3g}, peak "
+            f"{float(peak.mean()):.3g} (seed means)",
         )
         return out
 
