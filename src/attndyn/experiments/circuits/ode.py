@@ -134,8 +134,8 @@ class CircuitsODE(Experiment):
         ),
         claim(
             "ov-decreases-with-r",
-            "μ_OV at L = `base.stop_loss` decreases strictly with r (less OV growth at the same loss: "
-            "faster QK changes the learned solution, not only the speed)",
+            "μ_OV at L = `base.stop_loss` decreases strictly with r (less OV growth at the same "
+            "loss: faster QK changes the learned solution, not only the speed)",
             statistic="smallest μ_OV(r_i) − μ_OV(r_{i+1}) over consecutive `ratios`",
             target=above(0.0),
             reason="the paper's statement is an ordering: strict decrease",

@@ -165,7 +165,8 @@ class QueryRecovery(Experiment):
         "the equator is ~50× slower) or the plateau law.",
         "small": "every case at the defaults.",
         "paper": "d = 128 and the full sampler everywhere; the weak case runs longer with η₀ = 4, "
-        "k₀ = 100 (at d = 128 its landscape is flatter); the ODE is overlaid on the recovery cases.",
+        "k₀ = 100 (at d = 128 its landscape is flatter); the ODE is overlaid on the recovery "
+        "cases.",
     }
     controls = {
         "ode-time-x2": Control(
