@@ -94,7 +94,7 @@ class CircuitsParameterization(Experiment):
     preset_notes = {
         "tiny": "resolves all four claims (the two states are far apart) but not the notebook's "
         "histogram to a percentage point (FAFO stops at lr·steps 2250 instead of 2750).",
-        "small": "all four parameterisations at the defaults.",
+        "small": "all four parameterisations at the defaults (2048 test sequences).",
         "paper": "the notebooks' setting; FAFO and FACO alone "
         '(`--set \'params=["FAFO", "FACO"]\'`) took 1137 s niced on the loaded two-core machine, '
         "CAFO and CACO 712 s more.",
