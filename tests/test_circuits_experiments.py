@@ -15,7 +15,7 @@ import pytest
 from attndyn.claims.runner import experiment_config
 from attndyn.core.trajectory import make_trajectory
 from attndyn.errors import InputError
-from attndyn.experiments.circuits.lr_ratio import _rates, mass_at_loss
+from attndyn.experiments.circuits.lr_ratio import _rates
 from attndyn.experiments.circuits.readings import at_index, at_loss, stop_index
 
 
@@ -127,9 +127,7 @@ def test_at_loss_interpolates_in_log_loss():
     # seed 0 reaches 0.1 at record 1 exactly (0.5); seed 1 between 0.5 and 0.01: log-linear
     w = (np.log(0.5) - np.log(0.1)) / (np.log(0.5) - np.log(0.01))
     np.testing.assert_allclose(at_loss(traj, 0.1), [0.5, 0.4 + w * 0.4])
-    assert mass_at_loss(traj, 0.1) == pytest.approx((0.5 + 0.4 + w * 0.4) / 2)
     assert np.isnan(at_loss(traj, 0.001)).all()
-    assert np.isnan(mass_at_loss(traj, 0.001))
 
 
 def test_stop_index_is_the_first_check_at_the_stop_loss_else_the_end():

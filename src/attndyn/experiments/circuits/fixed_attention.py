@@ -1,43 +1,31 @@
 """``circuits-fixed-attention`` (arXiv 2608.06776, Fig. 3 and §5.3): attention frozen at mass α
 on the distinct tokens, only the OV circuit trained, collapsed (W_P with bias) vs factorised
-(W_P W_V).
-
-The model and the reading of the authors' notebooks are in
-:mod:`attndyn.models.circuits.theory.fixed_attention` (docs/circuits-theory.md §3). Recorded on a
-fixed evaluation set: L^t(α) and the sensitivity (L^t(α) − L^t(α + δ))/δ, the gradient
-"pressure" on attention that the current OV state exerts. The claims, controls and presets are
-declared on :class:`CircuitsFixedAttention` (docs/claims/circuits-fixed-attention.md is generated
-from them).
-"""
+(W_P W_V); model: :mod:`attndyn.models.circuits.theory.fixed_attention` (docs/circuits-theory.md
+§3). A fixed evaluation set records L^t(α) and the sensitivity (L^t(α) − L^t(α + δ))/δ, the
+gradient "pressure" on attention that the current OV state exerts."""
 
 from __future__ import annotations
 
 import math
+from itertools import product
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    Interval,
-    RunContext,
-    above,
-    below,
-    claim,
-    mean_ci,
-    variant,
-    worst,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import Evidence, above, below, claim
+from attndyn.claims.stats import Interval, mean_ci, worst
+from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
 from attndyn.figures.draw import new_figure, save_figure
-from attndyn.models.circuits.theory.fixed_attention import FixedAttentionConfig
+from attndyn.models.circuits.theory.fixed_attention import (
+    FixedAttentionConfig,
+    observable_name,
+    stored_run,
+)
 
 OVS = ("collapsed", "factorised")
 # the Fig. 3 notebooks' printed final losses (seed 1234, epoch 500; docs/circuits-theory.md §3)
@@ -46,9 +34,7 @@ PAPER_FINAL = {
     "factorised": {0.2: 0.00379, 0.4: 0.00148, 0.6: 0.00089, 0.8: 0.00063, 1.0: 0.00049},
 }
 PAPER_LR_STEPS = 0.01 * 125_000  # the notebooks' lr × steps
-# "an order of magnitude" (factorised OV drives the loss far lower; the notebooks' ratios are
-# 0.006–0.023) and "decayed" (the factorised sensitivity falls to ≈ 0 from its peak): the
-# digest's reading V7 of Fig. 3
+# "an order of magnitude" and "decayed" (≈ 0): the digest's reading V7 of Fig. 3
 ORDER_OF_MAGNITUDE = 0.1
 
 
@@ -83,15 +69,14 @@ class Config(ExperimentConfig):
         return self
 
 
-def _model_alpha(config: Config, alpha: float) -> float:
-    """The mass on the relevant tokens of the model labelled α (1 − α under ``attend_common``)."""
-    return 1.0 - alpha if config.attend_common else alpha
-
-
-def _worst(intervals: list[Interval]) -> Interval:
-    """The interval whose upper end is highest (for an "every one below" claim: it passes only
-    if all of them do)."""
+def _highest(intervals: list[Interval]) -> Interval:
+    """The interval reaching highest (an "every one below" claim passes only if it does)."""
     return intervals[worst(dict(enumerate(intervals)), "high")]
+
+
+def _series(results: dict[str, Any], ov: str, name: str, alpha: float) -> np.ndarray:
+    """The observable of the model labelled α per seed and record, [seed, time]."""
+    return results["runs"][ov][observable_name(name, results["model_alpha"][alpha])].values
 
 
 class CircuitsFixedAttention(Experiment):
@@ -114,15 +99,12 @@ class CircuitsFixedAttention(Experiment):
         "paper": {},
     }
     preset_notes = {
-        "tiny": "α ∈ {0.2, 0.6}, SGD lr 1 for 1000 steps of 32 sequences (lr × steps = 1000, as "
-        "small), evaluation set 512, 21 records, 4 seeds: every claim, with one consecutive pair "
-        "of α for monotonicity.",
-        "small": "the five α, lr 0.1 × 10 000 steps (lr × steps = 1000: 400 of the notebooks' "
-        "500 epochs), batch 128, evaluation set 8192, 4 seeds. Tiny and small reach the same "
-        "gradient-flow time, so they test the same late-time shapes; neither can speak to the "
-        "notebooks' exact numbers (different lr, batch and evaluation set).",
-        "paper": "the notebooks' setting (lr 1e-2 × 125 000 steps, evaluation set 32 768), 4 "
-        "seeds; the only preset that reports `notebook_deviation`.",
+        "tiny": "lr × steps = 1000, as small: every claim, with one consecutive pair of α for "
+        "monotonicity.",
+        "small": "the five α, lr × steps = 1000 (400 of the notebooks' 500 epochs). Tiny and small "
+        "reach the same gradient-flow time, so they test the same late-time shapes; neither can "
+        "speak to the notebooks' exact numbers (different lr, batch and evaluation set).",
+        "paper": "the notebooks' setting; the only preset that reports `notebook_deviation`.",
     }
     controls = {
         "swapped-ov": Control(
@@ -212,153 +194,109 @@ mass on the relevant tokens), so only the two `final-loss-decreasing-in-alpha-*`
 under it; monotonicity in α holds for both parameterisations, so `swapped-ov` does not fail them.
 
 **Not a claim: the notebooks' printed final losses.** At the notebooks' lr × steps only (paper
-preset), the summary reports `notebook_deviation`: the largest relative deviation of the first
-seed's (seed 1234) final losses from the notebooks' printed ones, with the largest relative
-seed-to-seed standard deviation beside it. The measured seed-to-seed spread is < 2 % (0.07 % for
-collapsed, ≤ 1.7 % for factorised at the small preset), while the paper run deviated by 5.1 %
-(docs/circuits-theory.md §3): the difference is the notebooks' fresh evaluation batches and their
-random stream, which a seed-spread tolerance cannot cover, so it is reported, not claimed.
+preset), the summary reports `notebook_deviation`: the first seed's (1234) largest relative
+deviation from them, beside the largest relative seed-to-seed standard deviation. The paper run
+deviated by 5.1 % against a seed spread < 2 % (0.07 % collapsed, ≤ 1.7 % factorised at small;
+docs/circuits-theory.md §3): the notebooks' fresh evaluation batches and random stream differ
+from ours, which a seed-spread tolerance cannot cover, so it is reported, not claimed.
 """
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        from attndyn.models.circuits.theory.fixed_attention import stored_run
-
-        alphas = [_model_alpha(config, a) for a in config.base.alphas]
+        # attend_common: the model labelled α runs at 1 − α on the relevant tokens
+        model_alpha = {a: 1.0 - a if config.attend_common else a for a in config.base.alphas}
+        alphas = list(model_alpha.values())
         runs = {ov: stored_run(variant(config.base, alphas=alphas, ov=ov), ctx) for ov in OVS}
         if config.swap_ov:
             runs = {"collapsed": runs["factorised"], "factorised": runs["collapsed"]}
-        return {
-            "runs": runs,
-            "model_alpha": {a: _model_alpha(config, a) for a in config.base.alphas},
-        }
-
-    @staticmethod
-    def _series(results, ov: str, name: str, alpha: float) -> np.ndarray:
-        """The observable of the model labelled α per seed and record, [seed, time]."""
-        from attndyn.models.circuits.theory.fixed_attention import observable_name
-
-        return results["runs"][ov][observable_name(name, results["model_alpha"][alpha])].values
+        return {"runs": runs, "model_alpha": model_alpha}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
-        alphas = list(config.base.alphas)
-        a0 = alphas[0]
-        final = {
-            (ov, name, a): self._series(results, ov, name, a)[:, -1]
+        alphas, a0 = list(config.base.alphas), config.base.alphas[0]
+        final = {  # per seed
+            (ov, name, a): _series(results, ov, name, a)[:, -1]
             for ov in OVS
             for name in ("loss", "sensitivity", "accuracy")
             for a in alphas
         }
-        m: dict[str, Any] = {"table": {}}
+        m: dict[str, Any] = {"final": final, "table": {}}
+        m["sensitivity_a0"] = {ov: _series(results, ov, "sensitivity", a0) for ov in OVS}
+        devs, spread = [], []  # the first seed vs the notebooks' printed losses; seed spread
         for ov in OVS:
             steps = results["runs"][ov]["step"].values
-            rows = []
+            m["table"][ov] = []
             for a in alphas:
-                sens = self._series(results, ov, "sensitivity", a).mean(axis=0)
+                sens = _series(results, ov, "sensitivity", a).mean(axis=0)
                 k = int(np.argmax(sens))
-                loss = final[(ov, "loss", a)]
-                rows.append(
+                loss, paper = final[(ov, "loss", a)], PAPER_FINAL[ov].get(round(a, 6))
+                spread.append(float(loss.std(ddof=1) / loss.mean()))
+                if paper is not None:
+                    devs.append(abs(float(loss[0]) / paper - 1))
+                m["table"][ov].append(
                     {
                         "alpha": a,
                         "final_loss": float(loss.mean()),
-                        "final_loss_seed_rel_sd": float(loss.std(ddof=1) / loss.mean()),
+                        "final_loss_seed_rel_sd": spread[-1],
                         "final_sensitivity": float(final[(ov, "sensitivity", a)].mean()),
                         "peak_sensitivity": float(sens[k]),
                         "peak_step": int(steps[k]),
                         "final_accuracy": float(final[(ov, "accuracy", a)].mean()),
-                        "paper_final_loss": PAPER_FINAL[ov].get(round(a, 6)),
+                        "paper_final_loss": paper,
                     }
                 )
-            m["table"][ov] = rows
-            m[f"loss_step_{ov}"] = _worst(
-                [
-                    mean_ci(np.log(final[(ov, "loss", y)] / final[(ov, "loss", x)]))
-                    for x, y in zip(alphas, alphas[1:], strict=False)
-                ]
-            ).map(math.exp)
-        for name in ("loss", "sensitivity"):
-            c, f = final[("collapsed", name, a0)], final[("factorised", name, a0)]
-            m[f"{name}_difference"] = mean_ci(c - f)
-            m[f"{name}_small_alpha"] = {"collapsed": float(c.mean()), "factorised": float(f.mean())}
-        log_ratios = [
-            mean_ci(np.log(final[("factorised", "loss", a)] / final[("collapsed", "loss", a)]))
-            for a in alphas
-        ]
-        m["loss_ratios"] = [math.exp(x.value) for x in log_ratios]
-        m["loss_ratio_worst"] = _worst(log_ratios).map(math.exp)
-        sens = self._series(results, "collapsed", "sensitivity", a0)
-        i = int(round(config.rising_from * (sens.shape[1] - 1)))
-        m["collapsed_rise"] = mean_ci(sens[:, -1] - sens[:, i])
-        m["collapsed_rise_ends"] = {
-            "end": float(sens[:, -1].mean()),
-            "before": float(sens[:, i].mean()),
-        }
-        sens = self._series(results, "factorised", "sensitivity", a0)
-        peak = sens.max(axis=1)
-        m["factorised_decay"] = mean_ci(
-            np.where(peak > 0, sens[:, -1] / np.where(peak > 0, peak, 1), np.nan)
+        at_paper = abs(config.base.lr * config.base.t_max - PAPER_LR_STEPS) <= 1e-9
+        m["notebook_deviation"] = (
+            {"seed": config.seed, "deviation": max(devs), "seed_rel_sd": max(spread)}
+            if at_paper and devs
+            else None
         )
-        m["factorised_decay_ends"] = {
-            "end": float(sens[:, -1].mean()),
-            "peak": float(peak.mean()),
-        }
-        m["notebook_deviation"] = self._notebook_deviation(config, results)
         m["diverged"] = int(sum(int(results["runs"][ov]["diverged"].sum()) for ov in OVS))
         return m
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
         return [Check.compare("seeds diverged (both runs)", m["diverged"], "==", 0)]
 
-    def _notebook_deviation(self, config: Config, results) -> dict[str, Any] | None:
-        """Largest relative deviation of the first seed's final losses from the notebooks'
-        (a measurement), at the notebooks' lr × steps only (None elsewhere), with the largest
-        relative seed-to-seed standard deviation of the same losses beside it."""
-        if abs(config.base.lr * config.base.t_max - PAPER_LR_STEPS) > 1e-9:
-            return None
-        devs, spread = [], []
-        for ov in OVS:
-            for a in config.base.alphas:
-                ref = PAPER_FINAL[ov].get(round(a, 6))
-                loss = self._series(results, ov, "loss", a)[:, -1]
-                spread.append(float(loss.std(ddof=1) / loss.mean()))
-                if ref is not None:
-                    devs.append(abs(float(loss[0]) / ref - 1))
-        if not devs:
-            return None
-        return {"seed": config.seed, "deviation": max(devs), "seed_rel_sd": max(spread)}
-
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
-        alphas = config.base.alphas
-        a0 = alphas[0]
+        alphas, a0, final = config.base.alphas, config.base.alphas[0], m["final"]
         out: dict[str, Any] = {}
-        for name, label in (("loss", "final loss"), ("sensitivity", "final sensitivity")):
-            x = m[f"{name}_small_alpha"]
+        for name in ("loss", "sensitivity"):
+            c, f = final[("collapsed", name, a0)], final[("factorised", name, a0)]
             out[f"collapsed-{name}-larger-at-small-alpha"] = Evidence(
-                m[f"{name}_difference"],
-                detail=f"α = {a0:g}: {label} collapsed {x['collapsed']:.4g} vs factorised "
-                f"{x['factorised']:.4g} (seed means)",
+                mean_ci(c - f),
+                detail=f"α = {a0:g}: final {name} collapsed {float(c.mean()):.4g} vs factorised "
+                f"{float(f.mean()):.4g} (seed means)",
             )
-        for ov in OVS:
+        for ov in OVS:  # geometric seed means of the ratios of consecutive α
+            steps = [
+                mean_ci(np.log(final[(ov, "loss", y)] / final[(ov, "loss", x)]))
+                for x, y in zip(alphas, alphas[1:], strict=False)
+            ]
             losses = ", ".join(f"{row['final_loss']:.3g}" for row in m["table"][ov])
             out[f"final-loss-decreasing-in-alpha-{ov}"] = Evidence(
-                m[f"loss_step_{ov}"],
+                _highest(steps).map(math.exp),
                 detail=f"final loss at α = {', '.join(f'{a:g}' for a in alphas)}: {losses}",
             )
+        ratios = [
+            mean_ci(np.log(final[("factorised", "loss", a)] / final[("collapsed", "loss", a)]))
+            for a in alphas
+        ]
         out["factorised-loss-below-tenth-of-collapsed"] = Evidence(
-            m["loss_ratio_worst"],
+            _highest(ratios).map(math.exp),
             detail="factorised/collapsed per α (geometric seed means): "
-            + ", ".join(f"{r:.3g}" for r in m["loss_ratios"]),
+            + ", ".join(f"{math.exp(r.value):.3g}" for r in ratios),
         )
-        ends = m["collapsed_rise_ends"]
+        sens = m["sensitivity_a0"]["collapsed"]
+        i = int(round(config.rising_from * (sens.shape[1] - 1)))
         out["collapsed-sensitivity-still-rising"] = Evidence(
-            m["collapsed_rise"],
-            detail=f"α = {a0:g}: at the end {ends['end']:.3g}, at {config.rising_from:.0%} of "
-            f"the run {ends['before']:.3g} (seed means)",
+            mean_ci(sens[:, -1] - sens[:, i]),
+            detail=f"α = {a0:g}: at the end {float(sens[:, -1].mean()):.3g}, at "
+            f"{config.rising_from:.0%} of the run {float(sens[:, i].mean()):.3g} (seed means)",
         )
-        ends = m["factorised_decay_ends"]
+        sens = m["sensitivity_a0"]["factorised"]
+        peak = sens.max(axis=1)
         out["factorised-sensitivity-decayed"] = Evidence(
-            m["factorised_decay"],
-            detail=f"α = {a0:g}: at the end {ends['end']:.3g}, peak {ends['peak']:.3g} (seed "
-            "means)",
+            mean_ci(np.where(peak > 0, sens[:, -1] / np.where(peak > 0, peak, 1), np.nan)),
+            detail=f"α = {a0:g}: at the end {float(sens[:, -1].mean()):.3g}, peak "
+            f"{float(peak.mean()):.3g} (seed means)",
         )
         return out
 
@@ -371,13 +309,12 @@ random stream, which a seed-spread tolerance cannot cover, so it is reported, no
         base = config.base
         fig, axes = new_figure(2, 2, figsize=(11, 7.5), sharex=True)
         for col, ov in enumerate(OVS):
-            steps = results["runs"][ov]["step"].values
-            t = steps * base.lr / (0.01 * 250)  # notebook epochs of the same lr × steps
-            for i, a in enumerate(base.alphas):
-                loss = self._series(results, ov, "loss", a).mean(axis=0)
-                sens = self._series(results, ov, "sensitivity", a).mean(axis=0)
-                axes[0, col].plot(t, loss, color=f"C{i}", label=f"α = {a:g}")
-                axes[1, col].plot(t, sens, color=f"C{i}")
+            t = results["runs"][ov]["step"].values * base.lr / (0.01 * 250)  # notebook epochs
+            for (row, name), (i, a) in product(
+                enumerate(("loss", "sensitivity")), enumerate(base.alphas)
+            ):
+                y = _series(results, ov, name, a).mean(axis=0)
+                axes[row, col].plot(t, y, color=f"C{i}", label=f"α = {a:g}")
             axes[0, col].set_yscale("log")
             axes[0, col].set_title(f"{ov} OV: loss L^t(α), mean of {config.seeds} seeds")
             axes[1, col].set_title(f"{ov} OV: (L^t(α) − L^t(α+δ))/δ, δ = {base.delta:g}")

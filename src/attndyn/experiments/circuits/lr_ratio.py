@@ -1,13 +1,8 @@
 """``circuits-lr-ratio`` (arXiv 2608.06776, Fig. 2 faster-QK rows): the learning-rate ratio
 r = η_QK/η_OV sets how sharp attention is at a given loss, for collapsed (CACO) and factorised
-(FAFO) models, and an increasing-r schedule (the QK step multiplied by a linear ramp, base ratio 1)
-also sharpens (model, data and readings: docs/circuits.md).
-
-Each seed is read at the first time its test loss reaches the model's matched loss
-(:func:`attndyn.experiments.circuits.readings.at_loss`), as the reduced flow is read at loss
-thresholds (Fig. 4, docs/circuits-theory.md §1). The claims, controls and presets are declared on
-:class:`CircuitsLRRatio` (docs/claims/circuits-lr-ratio.md is generated from them).
-"""
+(FAFO) models, and an increasing-r schedule (the QK step times a linear ramp, base ratio 1) also
+sharpens (model, data and readings: docs/circuits.md). Each seed is read where its test loss
+first reaches the model's matched loss (:func:`~attndyn.experiments.circuits.readings.at_loss`)."""
 
 from __future__ import annotations
 
@@ -17,33 +12,17 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    above,
-    claim,
-    mean_ci,
-    worst,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig
+from attndyn.claims.spec import Evidence, above, claim
+from attndyn.claims.stats import mean_ci, worst
+from attndyn.claims.verdict import Check
 from attndyn.experiments.circuits.readings import at_loss
 from attndyn.figures.draw import get_cmap, new_figure, save_figure
 from attndyn.models.circuits.config import CircuitsConfig
 
-MODELS = ("CACO", "FAFO")
-
-
-def _increasing_with_one(value: list[float]) -> list[float]:
-    if any(b <= a for a, b in zip(value, value[1:], strict=False)) or 1.0 not in value:
-        raise ValueError(
-            "must be strictly increasing and contain 1 (the constant rate the ramp is compared "
-            "with)"
-        )
-    return value
+SMALL = dict(lr=0.3, t_max=6_667, test_size=1024, records=60)  # both models, η_OV·steps = 2000
+PER_MODEL = dict(over="models", key=str.lower)  # claims caco-…, fafo-… for each of `models`
 
 
 class Config(ExperimentConfig):
@@ -52,26 +31,17 @@ class Config(ExperimentConfig):
         "the CACO runs: PyTorch-default init (the notebooks' Net_CACO), seq_len 128 as in the "
         "notebooks' CACO runs, η_OV·steps = 2000 (the notebooks' 0.01 × 200 000); `ratio` and "
         "the QK schedule are set per run",
+        **SMALL,
         param="CACO",
-        lr=0.3,
-        t_max=6_667,
         seq_len=128,
-        test_size=1024,
-        records=60,
     )
     fafo: CircuitsConfig = Base(
         CircuitsConfig,
         "the FAFO runs: all four matrices eye·1e-6 (the CACO_FAFO notebook's init), "
         "η_OV·steps = 2000; `ratio` and the QK schedule are set per run",
+        **SMALL,
         param="FAFO",
-        init_q="eye",
-        init_k="eye",
-        init_v="eye",
-        init_p="eye",
-        lr=0.3,
-        t_max=6_667,
-        test_size=1024,
-        records=60,
+        **{f"init_{m}": "eye" for m in "qkvp"},
     )
     models: list[Literal["CACO", "FAFO"]] = Field(
         ["CACO", "FAFO"], min_length=1, description="models whose claims are made: CACO, FAFO"
@@ -100,19 +70,18 @@ class Config(ExperimentConfig):
     @field_validator("caco_ratios", "fafo_ratios")
     @classmethod
     def _ratios(cls, value: list[float]) -> list[float]:
-        return _increasing_with_one(value)
+        if any(b <= a for a, b in zip(value, value[1:], strict=False)) or 1.0 not in value:
+            raise ValueError(
+                "must be strictly increasing and contain 1 (the constant rate the ramp is "
+                "compared with)"
+            )
+        return value
 
     def of(self, model: str, field: str) -> Any:
         """The experiment's ``caco_<field>`` or ``fafo_<field>``, or the model's base config
         (``field`` "base")."""
         prefix = model.lower()
         return getattr(self, prefix) if field == "base" else getattr(self, f"{prefix}_{field}")
-
-
-def mass_at_loss(traj, loss_level: float, name: str = "attn_distinct") -> float:
-    """Seed mean of :func:`~attndyn.experiments.circuits.readings.at_loss` (NaN if a seed never
-    reaches ``loss_level``)."""
-    return float(np.mean(at_loss(traj, loss_level, name)))
 
 
 def _rates(config: Config, lr: float, r: float) -> dict[str, float]:
@@ -149,13 +118,11 @@ class CircuitsLRRatio(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "CACO only, η_OV = 3, 667 steps, r ∈ {1, 5, 10} and the ramp, 3 seeds, 256 test "
-        "sequences, 20 records. FAFO is left out: its five ratios and ramp would double the "
-        "compilations; it is covered by the small preset (slow tests).",
-        "small": "both models, η_OV = 0.3, 6667 steps, 5 seeds, 1024 test sequences.",
-        "paper": "η_OV = 0.01, 200 000 steps (the notebooks'), CACO r ∈ {1, 2, 3, 4, 5, 10}, 5 "
-        "seeds, 6400 test sequences. The FAFO part (`--set 'models=[\"FAFO\"]'`) ran in 655 s "
-        "niced and passed.",
+        "tiny": "CACO only: FAFO's five ratios and ramp would double the compilations; the small "
+        "preset (slow tests) covers it.",
+        "small": "both models at the defaults.",
+        "paper": "the notebooks' η_OV and steps. The FAFO part (`--set 'models=[\"FAFO\"]'`) ran "
+        "in 655 s niced and passed.",
     }
     controls = {
         "swapped-rates": Control(
@@ -182,8 +149,7 @@ class CircuitsLRRatio(Experiment):
             "flow's α increases strictly with r at every loss threshold, `circuits-ode`); a flat "
             "step fails (its interval is [0, 0])",
             controls={"swapped-rates": ("caco",)},
-            over="models",
-            key=str.lower,
+            **PER_MODEL,
         ),
         claim(
             "{}-ratio-effect",
@@ -193,8 +159,7 @@ class CircuitsLRRatio(Experiment):
             target=above(0.0),
             reason="the same statement across the whole range",
             controls={"swapped-rates": ("caco",)},
-            over="models",
-            key=str.lower,
+            **PER_MODEL,
         ),
         claim(
             "{}-schedule-sharpens",
@@ -205,8 +170,7 @@ class CircuitsLRRatio(Experiment):
             target=above(0.0),
             reason='the notebook\'s "increasing learning rate" runs: a QK step that grows sharpens',
             controls={"decreasing-ramp": ("caco",)},
-            over="models",
-            key=str.lower,
+            **PER_MODEL,
         ),
     )
     notes = """\
@@ -221,12 +185,10 @@ every run), so every comparison is the seed mean of a per-seed difference (paire
 Preconditions (unmet → invalid): every seed of every run of the model reaches its matched loss,
 and no seed diverges. `caco_ratios` and `fafo_ratios` must increase strictly and contain 1.
 
-Choice of the FAFO ratios: from the all-eye·1e-6 init the QK product is 1e-12 and leaves its
-saddle before the matched loss only when QK is fast (mass at loss 0.01, small preset: 0.3489, the
-uniform value, at r = 1; 0.3494 at r = 10; 0.445 at r = 15), so r = 5, 10 would be flat steps;
-the claims use r ∈ {1, 15, 20, 30, 40} (20: the notebook's; 40: its ramp's end). At seq_len 64
-CACO is not monotone (r = 10 learns the query-token shortcut, docs/circuits.md), so CACO runs at
-the notebooks' seq_len 128.
+The FAFO ratios skip r = 5, 10: from the all-eye·1e-6 init the QK product (1e-12) leaves its
+saddle before the matched loss only when QK is fast, so they would be flat steps at the uniform
+mass (docs/circuits.md "Experiments"); 20 is the notebook's r, 40 its ramp's end. CACO runs at
+the notebooks' seq_len 128: at 64 it is not monotone (r = 10 learns the query-token shortcut).
 
 SGD here follows one path in η·steps (docs/circuits.md), so every preset runs η_OV·steps = 2000
 (which also sets the ramps' slope). At the small preset `swapped-rates` would put η_OV up to
@@ -238,17 +200,12 @@ SGD here follows one path in η·steps (docs/circuits.md), so every preset runs 
         for model in config.models:
             base = config.of(model, "base")
             for r in config.of(model, "ratios"):
-                sims[(model, f"r={r:g}")] = ctx.simulate(
-                    "circuits", base, **_rates(config, base.lr, r)
-                )
-            sims[(model, "ramp")] = ctx.simulate(
-                "circuits",
-                base,
-                ratio=1.0,
-                qk_schedule="linear",
-                qk_ramp_start=1.0,
-                qk_ramp_end=config.of(model, "ramp_end"),
+                rates = _rates(config, base.lr, r)
+                sims[(model, f"r={r:g}")] = ctx.simulate("circuits", base, **rates)
+            ramp = dict(
+                qk_schedule="linear", qk_ramp_start=1.0, qk_ramp_end=config.of(model, "ramp_end")
             )
+            sims[(model, "ramp")] = ctx.simulate("circuits", base, ratio=1.0, **ramp)
         return {"sims": sims}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
@@ -287,55 +244,42 @@ SGD here follows one path in η·steps (docs/circuits.md), so every preset runs 
         for model in config.models:
             rows = [r for r in m["runs"] if r["model"] == model]
             reached = all(np.all(np.isfinite(r["mass_at_matched_loss"])) for r in rows)
-            checks.append(
+            level, diverged = m["loss_match"][model], sum(r["diverged_seeds"] for r in rows)
+            checks += [
                 Check(
-                    f"{model}: every seed of every run reaches test loss "
-                    f"{m['loss_match'][model]:g}",
-                    bool(reached),
-                )
-            )
-            checks.append(
-                Check.compare(
-                    f"{model}: diverged seeds", sum(r["diverged_seeds"] for r in rows), "<=", 0
-                )
-            )
+                    f"{model}: every seed of every run reaches test loss {level:g}", bool(reached)
+                ),
+                Check.compare(f"{model}: diverged seeds", diverged, "<=", 0),
+            ]
         return checks
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for model in config.models:
-            x = m["models"][model]
-            ratios = ", ".join(f"{r:g}" for r in config.of(model, "ratios"))
-            steps = {k: mean_ci(v) for k, v in x["steps"].items()}
-            weakest = worst(steps, "low")
+            x, key = m["models"][model], model.lower()
             at = f"at test loss {m['loss_match'][model]:g}"
-            key = model.lower()
+            ratios = f"{at}, r = " + ", ".join(f"{r:g}" for r in config.of(model, "ratios"))
+            steps = {k: mean_ci(v) for k, v in x["steps"].items()}
+            weak = worst(steps, "low")
+            ramp = f"{at}, ramp ×1→×{config.of(model, 'ramp_end'):g}"
             out[f"{key}-ratio-monotone"] = Evidence(
-                steps[weakest], detail=f"{at}, r = {ratios}; weakest step {weakest}"
+                steps[weak], detail=f"{ratios}; weakest step {weak}"
             )
-            out[f"{key}-ratio-effect"] = Evidence(
-                mean_ci(x["effect"]), detail=f"{at}, r = {ratios}"
-            )
-            out[f"{key}-schedule-sharpens"] = Evidence(
-                mean_ci(x["schedule_effect"]),
-                detail=f"{at}, ramp ×1→×{config.of(model, 'ramp_end'):g}",
-            )
+            out[f"{key}-ratio-effect"] = Evidence(mean_ci(x["effect"]), detail=ratios)
+            out[f"{key}-schedule-sharpens"] = Evidence(mean_ci(x["schedule_effect"]), detail=ramp)
         return out
 
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-
-        sims = results["sims"]
-        models = config.models
+        sims, models, cmap = results["sims"], config.models, get_cmap("viridis")
         fig, axes = new_figure(1, len(models), figsize=(5 * len(models), 3.8), squeeze=False)
         for ax, model in zip(axes[0], models, strict=True):
             runs = [f"r={r:g}" for r in config.of(model, "ratios")] + ["ramp"]
-            cmap = get_cmap("viridis")
             for i, run in enumerate(runs):
-                traj = sims[(model, run)]
-                loss = traj["loss"].mean("seed").values
-                mass = traj["attn_distinct"].mean("seed").values
+                loss, mass = (
+                    sims[(model, run)][n].mean("seed").values for n in ("loss", "attn_distinct")
+                )
                 colour = "C3" if run == "ramp" else cmap(i / max(len(runs) - 2, 1))
                 label = f"ramp ×1→×{config.of(model, 'ramp_end'):g}" if run == "ramp" else run
                 style = "--" if i == 0 else "-"  # r = 1 can coincide with the next ratio
@@ -343,8 +287,8 @@ SGD here follows one path in η·steps (docs/circuits.md), so every preset runs 
             ax.axvline(config.of(model, "loss_match"), color="0.6", lw=0.8, ls="--")
             ax.set_xscale("log")
             ax.invert_xaxis()
-            ax.set_xlabel("test loss (decreasing →)")
-            ax.set_title(model + (" (η_QK, η_OV swapped)" if config.swap_rates else ""))
+            swapped = " (η_QK, η_OV swapped)" if config.swap_rates else ""
+            ax.set(xlabel="test loss (decreasing →)", title=model + swapped)
             ax.legend(frameon=False, fontsize=8)
         axes[0][0].set_ylabel("mean attention mass on distinct tokens")
         return save_figure(fig, path)

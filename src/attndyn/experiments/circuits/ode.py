@@ -1,18 +1,9 @@
 """``circuits-ode`` (arXiv 2608.06776, Fig. 4 and §5.1): the reduced two-scalar gradient flow of
-the QK and OV circuits for r = η_QK/η_OV ∈ {0.01, 0.1, 1, 10, 100}.
-
-The flow (:mod:`attndyn.models.circuits.theory.reduced`, docs/circuits-theory.md §1) is integrated
-with DOP853 (float64, rtol 1e-10) from μ_OV = μ_QK = 0 until the loss reaches 1e-4, with events at
-loss thresholds; Fig. 4's constants m = 5, n = 50, b = 50, M = 20, η_OV = 1. The claims, the
-control and the presets are declared on :class:`CircuitsODE` (docs/claims/circuits-ode.md is
-generated from them).
-
-``--json`` summary: the measurements, among them ``crossings``, a list of {ratio, loss, mu_ov,
-mu_qk, alpha, time, tau} for each r and each threshold 1, 1e-1, …, 1e-4 (time: gradient-flow
-time with η_OV = 1; tau = t·min(η_OV, η_QK), the notebook's axis). Figure: μ_OV, μ_QK, loss and α
-against log10(1 + t), and (μ_OV, μ_QK, α) at the first crossing of ``fig_thresholds``
-log-spaced thresholds from 1 to ``stop_loss``, as Fig. 4.
-"""
+the QK and OV circuits (:mod:`attndyn.models.circuits.theory.reduced`, docs/circuits-theory.md
+§1) for r = η_QK/η_OV ∈ {0.01, 0.1, 1, 10, 100}, integrated with DOP853 from μ_OV = μ_QK = 0
+with events at loss thresholds. The ``--json`` summary's ``crossings`` are {ratio, loss, mu_ov,
+mu_qk, alpha, time, tau} per r at L = 1, 1e-1, …, 1e-4 (tau = t·min(η_OV, η_QK), the notebook's
+axis)."""
 
 from __future__ import annotations
 
@@ -22,19 +13,10 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    above,
-    at_most,
-    claim,
-    variant,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import Evidence, above, at_most, claim
+from attndyn.claims.verdict import Check
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.circuits.theory import CircuitsTheoryConfig
 
@@ -47,8 +29,6 @@ PUBLISHED = {
 }
 TABLE_THRESHOLDS = (1.0, 1e-1, 1e-2, 1e-3, 1e-4)
 FIG4 = {"m": 5.0, "n": 50.0, "b": 50.0, "n_classes": 20.0}  # the constants of PUBLISHED
-# half a unit of the third printed decimal: the precision of the published values
-PRINTED_HALF_UNIT = 5e-4
 
 
 class Config(ExperimentConfig):
@@ -76,32 +56,32 @@ class Config(ExperimentConfig):
         r = self.ratios
         if any(y <= x for x, y in zip(r, r[1:], strict=False)):
             raise ValueError(f"ratios: must increase strictly (got {r})")
-        if not self.compare_published:
-            return self
         differ = [k for k, v in FIG4.items() if getattr(self.base, k) != v]
+        needs = None
         if differ:
+            needs = f"Fig. 4's constants: 'base.{differ[0]}' must be {FIG4[differ[0]]:g}"
+        elif self.base.stop_loss > 1e-4:
+            needs = "'base.stop_loss' <= 1e-4"
+        elif any(x not in r for x in PUBLISHED):
+            needs = f"'ratios' to include {', '.join(map(str, PUBLISHED))}"
+        if needs and self.compare_published:
             raise ValueError(
-                f"compare_published=true needs Fig. 4's constants: 'base.{differ[0]}' must be "
-                f"{FIG4[differ[0]]:g} (or set compare_published=false)"
-            )
-        if self.base.stop_loss > 1e-4:
-            raise ValueError(
-                "compare_published=true needs 'base.stop_loss' <= 1e-4 (or compare_published=false)"
-            )
-        if any(x not in r for x in PUBLISHED):
-            raise ValueError(
-                f"compare_published=true needs 'ratios' to include {', '.join(map(str, PUBLISHED))}"
-                " (or set compare_published=false)"
+                f"compare_published=true needs {needs} (or set compare_published=false)"
             )
         return self
 
 
-def _rates(config: Config, ratio: float) -> dict[str, float]:
-    """η_OV and r of the run labelled ``ratio``; ``swap_rates`` exchanges η_OV and η_QK."""
-    eta_ov = config.base.eta_ov
-    if config.swap_rates:
-        return {"eta_ov": ratio * eta_ov, "ratio": 1.0 / ratio}
-    return {"eta_ov": eta_ov, "ratio": ratio}
+def _rates(config: Config, r: float) -> dict[str, float]:
+    """η_OV and r of the run labelled ``r``; ``swap_rates`` exchanges η_OV and η_QK."""
+    eta = config.base.eta_ov
+    return (
+        {"eta_ov": r * eta, "ratio": 1.0 / r} if config.swap_rates else {"eta_ov": eta, "ratio": r}
+    )
+
+
+def _at(rows: list[dict], loss: float) -> dict:
+    """The crossing row nearest to ``loss`` in log loss."""
+    return min(rows, key=lambda row: abs(np.log(row["loss"]) - np.log(loss)))
 
 
 class CircuitsODE(Experiment):
@@ -113,10 +93,9 @@ class CircuitsODE(Experiment):
     Config = Config
     presets = {"tiny": {"fig_thresholds": 6, "base.records": 20}, "small": {}, "paper": {}}
     preset_notes = {
-        "tiny": "6 figure thresholds, 20 records: the same claims on the same crossings (the "
-        "table thresholds are always included), so the verdict cannot differ from small's; tiny "
-        "only draws a coarser figure.",
-        "small": "50 figure thresholds, 200 records.",
+        "tiny": "a coarser figure only: the claims read the same crossings (the table thresholds "
+        "are always included), so the verdict cannot differ from small's.",
+        "small": "Fig. 4's setting.",
         "paper": "the same as small.",
     }
     deterministic = True
@@ -134,7 +113,7 @@ class CircuitsODE(Experiment):
             "Fig. 4 notebook (three decimals)",
             statistic="largest |ours − notebook| over α at L = 1, 1e-1, …, 1e-4 and μ_OV, μ_QK "
             "at 1e-4",
-            target=at_most(PRINTED_HALF_UNIT),
+            target=at_most(5e-4),
             reason="the notebook prints three decimals: a correct flow rounds to the printed "
             "digits, so it lies within half a unit of the third decimal (the integration error, "
             "rtol 1e-10 vs 1e-12, is four orders of magnitude below)",
@@ -155,8 +134,8 @@ class CircuitsODE(Experiment):
         ),
         claim(
             "ov-decreases-with-r",
-            "μ_OV at L = `base.stop_loss` decreases strictly with r (less OV growth at the same loss: "
-            "faster QK changes the learned solution, not only the speed)",
+            "μ_OV at L = `base.stop_loss` decreases strictly with r (less OV growth at the same "
+            "loss: faster QK changes the learned solution, not only the speed)",
             statistic="smallest μ_OV(r_i) − μ_OV(r_{i+1}) over consecutive `ratios`",
             target=above(0.0),
             reason="the paper's statement is an ordering: strict decrease",
@@ -165,8 +144,7 @@ class CircuitsODE(Experiment):
         ),
     )
     notes = """\
-The published claims need Fig. 4's constants (m = 5, n = 50, b = 50, M = 20), `base.stop_loss` ≤ 1e-4
-and r = 0.01, 0.1 among `ratios`; any other config is refused with an InputError naming the field,
+A config without what `compare_published` needs is refused with an InputError naming the field,
 unless `compare_published=false`, which declares only the two ordering claims. `ratios` must
 increase strictly.
 
@@ -183,49 +161,32 @@ outcome is invalid.
         from attndyn.models.circuits.theory.reduced import solve
 
         stop = config.base.stop_loss
-        thresholds = sorted(
-            set(TABLE_THRESHOLDS) | set(np.geomspace(1.0, stop, config.fig_thresholds)),
-            reverse=True,
-        )
-        thresholds = [t for t in thresholds if t >= stop]
-        trajectories, crossings = {}, {}
+        thresholds = set(TABLE_THRESHOLDS) | set(np.geomspace(1.0, stop, config.fig_thresholds))
+        thresholds = sorted((t for t in thresholds if t >= stop), reverse=True)
+        out: dict[str, Any] = {"trajectories": {}, "crossings": {}, "thresholds": thresholds}
         for r in config.ratios:
-            trajectories[r] = ctx.predict("circuits", config.base, **_rates(config, r))
-            crossings[r] = solve(
-                params_of(variant(config.base, **_rates(config, r))),
-                thresholds,
-                stop_loss=stop,
-                records=2,
-                rtol=config.base.rtol,
+            out["trajectories"][r] = ctx.predict("circuits", config.base, **_rates(config, r))
+            params = params_of(variant(config.base, **_rates(config, r)))
+            out["crossings"][r] = solve(
+                params, thresholds, stop_loss=stop, records=2, rtol=config.base.rtol
             ).crossings
-        return {"trajectories": trajectories, "crossings": crossings, "thresholds": thresholds}
-
-    @staticmethod
-    def _at(rows: list[dict], loss: float) -> dict:
-        return min(rows, key=lambda row: abs(np.log(row["loss"]) - np.log(loss)))
+        return out
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
-        crossings = results["crossings"]
-        stop = config.base.stop_loss
-        table = []
-        for rows in crossings.values():
-            for th in TABLE_THRESHOLDS:
-                if th < stop:
-                    continue
-                row = self._at(rows, th)
-                keys = ("ratio", "loss", "mu_ov", "mu_qk", "alpha", "time", "tau")
-                table.append({k: float(row[k]) for k in keys})
+        crossings, stop = results["crossings"], config.base.stop_loss
+        keys = ("ratio", "loss", "mu_ov", "mu_qk", "alpha", "time", "tau")
+        table = [
+            {k: float(_at(rows, th)[k]) for k in keys}
+            for rows in crossings.values()
+            for th in TABLE_THRESHOLDS
+            if th >= stop
+        ]
         published = {}
         for r, ref in PUBLISHED.items() if config.compare_published else ():
-            rows = crossings[r]
-            dev = [
-                abs(self._at(rows, th)["alpha"] - a)
-                for th, a in zip(TABLE_THRESHOLDS, ref["alpha"], strict=True)
-            ]
-            last = self._at(rows, 1e-4)
-            dev += [abs(last["mu_ov"] - ref["mu_ov"]), abs(last["mu_qk"] - ref["mu_qk"])]
-            published[r] = max(dev)
-        final = [self._at(crossings[r], stop) for r in config.ratios]
+            at = [_at(crossings[r], th) for th in TABLE_THRESHOLDS]  # the last at L = 1e-4
+            dev = [abs(row["alpha"] - a) for row, a in zip(at, ref["alpha"], strict=True)]
+            published[r] = max(dev + [abs(at[-1][k] - ref[k]) for k in ("mu_ov", "mu_qk")])
+        final = [_at(crossings[r], stop) for r in config.ratios]
         crossed = all(np.isfinite(row["alpha"]) and np.isfinite(row["mu_ov"]) for row in final)
         a = [row["alpha"] for row in final]
         mu = [row["mu_ov"] for row in final]
@@ -261,37 +222,29 @@ outcome is invalid.
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-
         fig, axes = new_figure(2, 4, figsize=(16, 7))
+        names = {"mu_ov": "μ_OV", "mu_qk": "μ_QK", "loss": "loss", "alpha": "α"}
+        crossed = ("mu_ov", "mu_qk", "alpha")  # the bottom row: at the first crossing
         for i, r in enumerate(config.ratios):
-            traj = results["trajectories"][r]
+            traj, rows = results["trajectories"][r], results["crossings"][r]
             x = np.log10(1.0 + traj.time.values)
-            colour = f"C{i}"
-            for ax, name in zip(axes[0], ("mu_ov", "mu_qk", "loss", "alpha"), strict=True):
-                ax.plot(x, traj[name].values, color=colour, label=f"r = {r:g}")
-            rows = results["crossings"][r]
-            th = np.array([row["loss"] for row in rows])
-            for ax, name in zip(axes[1], ("mu_ov", "mu_qk", "alpha"), strict=False):
-                ax.plot(th, [row[name] for row in rows], color=colour, label=f"r = {r:g}")
-        for ax, name in zip(axes[0], ("μ_OV", "μ_QK", "loss", "α"), strict=True):
-            ax.set_xlabel("log10(1 + t)")
-            ax.set_title(f"{name}(t)")
-            ax.set_ylabel(name)
+            th = [row["loss"] for row in rows]
+            for ax, name in zip(axes[0], names, strict=True):
+                ax.plot(x, traj[name].values, color=f"C{i}", label=f"r = {r:g}")
+            for ax, name in zip(axes[1], crossed, strict=False):
+                ax.plot(th, [row[name] for row in rows], color=f"C{i}", label=f"r = {r:g}")
+            axes[1, 3].plot(traj["mu_ov"].values, traj["mu_qk"].values, color=f"C{i}")
+        for ax, name in zip(axes[0], names.values(), strict=True):
+            ax.set(xlabel="log10(1 + t)", title=f"{name}(t)", ylabel=name)
         axes[0, 2].set_yscale("log")
-        for ax, name in zip(axes[1], ("μ_OV", "μ_QK", "α"), strict=False):
-            ax.set_xscale("log")
+        for ax, name in zip(axes[1], crossed, strict=False):
+            ax.set(
+                xscale="log", xlabel="loss threshold", title=f"{names[name]} at the first crossing"
+            )
+            ax.set_ylabel(f"{names[name]} when the loss first crosses")
             ax.invert_xaxis()
-            ax.set_xlabel("loss threshold")
-            ax.set_title(f"{name} at the first crossing")
-            ax.set_ylabel(f"{name} when the loss first crosses")
         axes[0, 0].legend(frameon=False, fontsize=8)
-        ax = axes[1, 3]
-        for i, r in enumerate(config.ratios):
-            traj = results["trajectories"][r]
-            ax.plot(traj["mu_ov"].values, traj["mu_qk"].values, color=f"C{i}")
-        ax.set_xlabel("μ_OV")
-        ax.set_ylabel("μ_QK")
-        ax.set_title("path in (μ_OV, μ_QK)")
+        axes[1, 3].set(xlabel="μ_OV", ylabel="μ_QK", title="path in (μ_OV, μ_QK)")
         fig.suptitle("Reduced QK/OV flow (arXiv 2608.06776 Fig. 4): m=5, n=50, b=50, M=20")
         fig.tight_layout()
         return save_figure(fig, path)

@@ -1,11 +1,7 @@
 """``circuits-parameterization`` (arXiv 2608.06776, Fig. 2 top row): FAFO, FACO, CAFO, CACO at
-one equal learning rate on the distinct/common-token task (model and data: docs/circuits.md).
-
-Each seed is read where the authors' notebooks stop training (:func:`readings.stop_index`), else
-at the end of the run. The claims, controls and presets are declared on
-:class:`CircuitsParameterization` (docs/claims/circuits-parameterization.md is generated from
-them).
-"""
+one equal learning rate on the distinct/common-token task (model and data: docs/circuits.md),
+each seed read where the authors' notebooks stop training (:func:`readings.stop_index`), else at
+the end of the run."""
 
 from __future__ import annotations
 
@@ -15,21 +11,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    above,
-    below,
-    claim,
-    mean_ci,
-    measured,
-    within,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig
+from attndyn.claims.spec import Evidence, above, below, claim, measured, within
+from attndyn.claims.stats import mean_ci
+from attndyn.claims.verdict import Check
 from attndyn.experiments.circuits.readings import at_index, stop_index
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.circuits.config import CircuitsConfig
@@ -106,13 +92,12 @@ class CircuitsParameterization(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "FAFO and FACO only, lr 2, 3125 steps, 4 seeds, 512 test sequences: resolves all "
-        "four claims (the two states are far apart) but not the notebook's histogram to a "
-        "percentage point (FAFO stops at lr·steps 2250 instead of 2750).",
-        "small": "all four parameterisations, lr 0.3, 20 834 steps, 5 seeds, 2048 test sequences.",
-        "paper": "lr 0.01, 625 000 steps, 5 seeds, 6400 test sequences (the notebooks'); FAFO "
-        'and FACO alone (`--set \'params=["FAFO", "FACO"]\'`) took 1137 s niced on the loaded '
-        "two-core machine, CAFO and CACO 712 s more.",
+        "tiny": "resolves all four claims (the two states are far apart) but not the notebook's "
+        "histogram to a percentage point (FAFO stops at lr·steps 2250 instead of 2750).",
+        "small": "all four parameterisations at the defaults (2048 test sequences).",
+        "paper": "the notebooks' setting; FAFO and FACO alone "
+        '(`--set \'params=["FAFO", "FACO"]\'`) took 1137 s niced on the loaded two-core machine, '
+        "CAFO and CACO 712 s more.",
     }
     controls = {
         "swapped-labels": Control(
@@ -174,15 +159,12 @@ for every matrix, FAFO attends diffusely (0 % of test sequences with mass ≥ 0.
 in the mass bins [0.2, 0.4) / [0.4, 0.6)) and FACO sharply (100 % ≥ 0.6, 94.6 % in [0.8, 1]), at
 the same loss 0.001 and accuracy 1.
 
-**Where a seed is read: the notebooks' stopping rule.** The notebooks stop training when the
-epoch-mean training loss is ≤ 1e-3, but reset its accumulator only every 100 epochs, so in
-effect they check every 100 epochs (lr·steps 250). FAFO (seed 1234) stopped at step 275 250;
-FACO never met the rule and ran all 625 000 steps. The experiment reads each seed at the first
-record with test loss ≤ `stop_loss` on the linear grid of 26 records (one every lr·steps 250),
-else at the end. Read at the end instead, FAFO gives 52.5 % / 47.4 % (it keeps sharpening slowly
-after the loss reaches 1e-3); read at the rule, the small preset gives 63.6 % / 36.3 % and the
-paper preset (every FAFO seed stops at step 275 000) 63.5 % / 36.3 %, against the notebook's
-64.1 % / 35.7 % (63.6 % on its second evaluation).
+**Where a seed is read: the notebooks' stopping rule** (docs/circuits.md "Experiments": the
+rule, where the notebooks stopped, the readings of each preset): at the first record with test
+loss ≤ `stop_loss` on the linear grid of 26 records (one every lr·steps 250), else at the end.
+Read there, FAFO gives 63.6 % / 36.3 % (small) and 63.5 % / 36.3 % (paper) against the notebook's
+64.1 % / 35.7 % (63.6 % on its second evaluation); read at the end, 52.5 % / 47.4 % (it keeps
+sharpening slowly after the loss reaches 1e-3).
 
 SGD here follows one path in lr × steps (docs/circuits.md, "Training"), so every preset runs
 lr·steps = 6250.
@@ -204,7 +186,7 @@ CACO are run for the figure; the paper states no claim on them.
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         from attndyn.models.circuits.data import uniform_distinct_mass
-        from attndyn.models.circuits.observables import BINS
+        from attndyn.models.circuits.observables import BINS, histogram
 
         runs = {}
         for param, traj in results["sims"].items():
@@ -213,34 +195,25 @@ CACO are run for the figure; the paper states no claim on them.
             stopped = np.asarray(traj["loss"].values[np.arange(len(idx)), idx]) <= config.stop_loss
             row["read_step"] = [int(traj["step"].values[i]) for i in idx]
             row["stopped"] = [bool(x) for x in stopped]
-            hist = np.zeros((BINS, BINS))
-            for i in range(BINS):
-                for j in range(BINS):
-                    hist[i, j] = float(np.mean(at_index(traj, f"hist_a{i}_p{j}", idx)))
-            row["histogram_percent"] = hist.round(2).tolist()
-            row["final_histogram_percent"] = _final_histogram(traj).round(2).tolist()
+            hist = [
+                [np.mean(at_index(traj, f"hist_a{i}_p{j}", idx)) for j in range(BINS)]
+                for i in range(BINS)
+            ]
+            row["histogram_percent"] = np.asarray(hist).round(2).tolist()
+            row["final_histogram_percent"] = histogram(traj).round(2).tolist()
             row["final_attn_distinct"] = float(traj["attn_distinct"].isel(time=-1).mean("seed"))
             row["final_loss"] = float(traj["loss"].isel(time=-1).mean("seed"))
             row["diverged_seeds"] = int(traj["diverged"].sum())
             runs[param] = row
-        uniform = uniform_distinct_mass(config.base)
-        return {"runs": runs, "uniform_mass": uniform}
+        return {"runs": runs, "uniform_mass": uniform_distinct_mass(config.base)}
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
         runs = [m["runs"][p] for p in REQUIRED]
+        at = "of FAFO, FACO at the reading (every seed)"
+        loss, accuracy = max(max(r["loss"]) for r in runs), min(min(r["accuracy"]) for r in runs)
         return [
-            Check.compare(
-                "largest test loss of FAFO, FACO at the reading (every seed)",
-                max(max(r["loss"]) for r in runs),
-                "<=",
-                config.loss_target,
-            ),
-            Check.compare(
-                "smallest test accuracy of FAFO, FACO at the reading (every seed)",
-                min(min(r["accuracy"]) for r in runs),
-                ">=",
-                1.0,
-            ),
+            Check.compare(f"largest test loss {at}", loss, "<=", config.loss_target),
+            Check.compare(f"smallest test accuracy {at}", accuracy, ">=", 1.0),
             Check.compare(
                 "diverged seeds of FAFO, FACO", sum(r["diverged_seeds"] for r in runs), "<=", 0
             ),
@@ -264,32 +237,20 @@ CACO are run for the figure; the paper states no claim on them.
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-
         runs = m["runs"]
         fig, axes = new_figure(1, len(runs), figsize=(3.3 * len(runs), 3.8), squeeze=False)
         for ax, (param, row) in zip(axes[0], runs.items(), strict=True):
             h = np.asarray(row["histogram_percent"])  # rows: mass bins, columns: probability
             ax.imshow(h, origin="lower", cmap="viridis", vmin=0, vmax=100, extent=(0, 1, 0, 1))
-            for i in range(5):
-                for j in range(5):
-                    if h[i, j] >= 0.05:
-                        colour = "k" if h[i, j] > 60 else "w"
-                        ax.text(0.1 + 0.2 * j, 0.1 + 0.2 * i, f"{h[i, j]:.1f}", ha="center",
-                                va="center", fontsize=7, color=colour)  # fmt: skip
-            ax.set_xticks(EDGES)
-            ax.set_yticks(EDGES)
-            ax.set_title(f"{param}: loss {np.mean(row['loss']):.1e}")
-            ax.set_xlabel("P(correct token)")
-            ax.set_ylabel("attention mass on distinct tokens")
+            for i, j in zip(*np.nonzero(h >= 0.05), strict=True):
+                colour = "k" if h[i, j] > 60 else "w"
+                ax.text(0.1 + 0.2 * j, 0.1 + 0.2 * i, f"{h[i, j]:.1f}", ha="center",
+                        va="center", fontsize=7, color=colour)  # fmt: skip
+            ax.set(xticks=EDGES, yticks=EDGES, title=f"{param}: loss {np.mean(row['loss']):.1e}")
+            ax.set(xlabel="P(correct token)", ylabel="attention mass on distinct tokens")
         fig.suptitle(
             f"% of test sequences (seed mean) at loss ≤ {config.stop_loss:g} or the end, "
             "equal learning rates",
             fontsize=9,
         )
         return save_figure(fig, path)
-
-
-def _final_histogram(traj) -> np.ndarray:
-    from attndyn.models.circuits.observables import histogram
-
-    return histogram(traj)

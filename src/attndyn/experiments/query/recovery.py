@@ -1,13 +1,8 @@
 """``query-recovery`` (arXiv 2606.22406, Truong; a reconstruction, theory in
 docs/query-theory.md): a single softmax-attention query learned by projected stochastic gradient
-ascent on ‖a(q; X)‖² recovers the latent signal direction up to its sign, against many nuisance
-tokens and at weak signal, and the SGA iterates follow the limiting ODE ṁ = (1 − m²)Φ'(m)
-(docs/query-theory.md §2, ODE-S); with a constant step they plateau at the Robbins–Monro residual
-1 − |m| ≈ η E‖P_⊥ĝ‖²/(4Φ'(1)) (:mod:`attndyn.models.query.theory.plateau`).
-
-The claims, controls and presets are declared on :class:`QueryRecovery`
-(docs/claims/query-recovery.md is generated from them).
-"""
+ascent on ‖a(q; X)‖² recovers the latent signal direction up to its sign; the SGA iterates follow
+the ODE ṁ = (1 − m²)Φ'(m) (§2, ODE-S) and with a constant step plateau at the Robbins–Monro
+residual 1 − |m| ≈ η E‖P_⊥ĝ‖²/(4Φ'(1)) (:mod:`attndyn.models.query.theory.plateau`)."""
 
 from __future__ import annotations
 
@@ -18,37 +13,23 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    above,
-    at_least,
-    at_most,
-    between,
-    bootstrap_ci,
-    claim,
-    mean_ci,
-    measured,
-    variant,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, changed, variant
+from attndyn.claims.spec import Evidence, above, at_least, at_most, between, claim, measured
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci
+from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.query.config import QueryConfig
 
-# the exponent of the SGA–ODE gap ∝ η^p that ``ode-tracking`` requires: midway between 0 (a gap
-# that does not shrink: a wrong ODE) and 1/2 (the diffusion scale of SGA about its ODE limit)
-TRACK_EXPONENT = 0.25
 RECOVERY = ("nuisance", "weak")
-# docs/query-theory.md §5: noise N(0, I_d/d), β = 6, ξ a sign per sequence, d = 32
+# the conventions of docs/query-theory.md §5 (notes below)
 CONVENTIONS = dict(
     d=32, beta=6.0, noise_scaling="inv_d", sign_mode="sequence", dtype="float32", eval_samples=0
 )
-ROBBINS_MONRO = dict(schedule="robbins-monro", gamma=1.0, sampler="reduced", records=40, grid="log")
+ROBBINS_MONRO = dict(
+    schedule="robbins-monro", gamma=1.0, eta0=2.0, sampler="reduced", records=40, grid="log"
+)
 
 
 class Config(ExperimentConfig):
@@ -62,7 +43,6 @@ class Config(ExperimentConfig):
         n_nuisance=10_000,
         theta=1.0,
         t_max=500,
-        eta0=2.0,
         k0=20.0,
         batch=1,
     )
@@ -76,7 +56,6 @@ class Config(ExperimentConfig):
         n_nuisance=200,
         theta=0.25,
         t_max=2000,
-        eta0=2.0,
         k0=50.0,
         batch=4,
     )
@@ -133,19 +112,15 @@ class Config(ExperimentConfig):
         return self
 
 
-def _constant_step(config: Config, eta: float, time: float, **changes: Any) -> dict[str, Any]:
-    """Changes of ``config.track`` for its runs at a constant step η up to ODE time ``time``."""
-    return dict(seeds=config.track_seeds, t_max=int(round(time / eta)), eta0=eta, **changes)
-
-
 def _tracking(config: Config, eta: float) -> dict[str, Any]:
-    return _constant_step(config, eta, config.track_time)
+    """Changes of ``config.track`` for a tracking run at constant step η up to ``track_time``."""
+    return dict(seeds=config.track_seeds, t_max=int(round(config.track_time / eta)), eta0=eta)
 
 
 def _plateau(config: Config, eta: float) -> dict[str, Any]:
-    return _constant_step(
-        config, eta, config.plateau_time, init_overlap=config.plateau_init, records=41
-    )
+    """The same for a plateau run: from m₀ = ``plateau_init`` up to ``plateau_time``."""
+    steps = dict(seeds=config.track_seeds, t_max=int(round(config.plateau_time / eta)), eta0=eta)
+    return steps | dict(init_overlap=config.plateau_init, records=41)
 
 
 def _recovery_cases(config: Config) -> list[str]:
@@ -185,17 +160,13 @@ class QueryRecovery(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "the nuisance case at n_N = 5000, n_I = 100, 8 seeds, full sampler, and tracking "
-        "at η = 0.1, 0.0125 with 32 seeds; 1024 Monte Carlo draws of Φ. It claims "
-        "`nuisance-recovery` (at 5000, not 10⁴, nuisance tokens), `sign-split` (8 seeds: a weak "
-        "test) and `ode-tracking`; it cannot test the weak case (its escape from the equator is "
-        "~50× slower) or the plateau law.",
-        "small": "every case, n_N = 10⁴ (reduced sampler), 30 seeds per recovery case, tracking "
-        "at four η and plateau at η = 0.2, 0.05 with 32 seeds each.",
-        "paper": "d = 128, the full sampler for every case, 1000 steps for the nuisance case, the "
-        "weak case 8000 steps × batch 4 with η₀ = 4, k₀ = 100 (at d = 128 the weak landscape is "
-        "flatter), tracking at five η down to 0.00625, plateau at three η, 16384 Monte Carlo "
-        "draws, the ODE overlaid on the recovery cases.",
+        "tiny": "claims `nuisance-recovery` (at 5000, not 10⁴, nuisance tokens), `sign-split` (8 "
+        "seeds: a weak test) and `ode-tracking`; it cannot test the weak case (its escape from "
+        "the equator is ~50× slower) or the plateau law.",
+        "small": "every case at the defaults.",
+        "paper": "d = 128 and the full sampler everywhere; the weak case runs longer with η₀ = 4, "
+        "k₀ = 100 (at d = 128 its landscape is flatter); the ODE is overlaid on the recovery "
+        "cases.",
     }
     controls = {
         "ode-time-x2": Control(
@@ -246,7 +217,7 @@ class QueryRecovery(Experiment):
             statistic="exponent p of sup_t |m̄_k − m(t_k)| ∝ η^p, m̄ the seed-mean trajectory "
             "(t ≤ `track_time`), least squares in log–log over `track_etas`, percentile "
             "bootstrap resampling whole seed trajectories within each η",
-            target=at_least(TRACK_EXPONENT),
+            target=at_least(0.25),
             reason="with a correct ODE the mean trajectory's gap is its bias O(η) plus "
             "fluctuations O(η^{1/2}/√seeds), so p ≥ 1/2; a wrong ODE leaves a gap that does not "
             "shrink (p → 0); the target is midway between the two hypotheses",
@@ -284,18 +255,13 @@ across 30 runs, even when facing 10000 nuisance tokens or weak signal strengths 
 (d, n_I, budget and step sizes unknown). The claims are the qualitative form of that statement;
 the value 0.9965 is not asserted.
 
-Conventions (docs/query-theory.md §5): noise N(0, I_d/d) (tokens of norm ≈ √(θ² + 1)), β = 6, ξ
-a sign per sequence, query on the unit sphere, random initial queries (uniform on the sphere,
-|m₀| ~ 1/√d). With σ² = 1 instead, θ = 0.25 could not stand out against 10⁴ nuisance tokens (the
-largest nuisance score is ≈ 4.3β). β = 6 balances a fast escape from the equator (Φ''(0)) against
-the gradient noise at the pole.
+Conventions (docs/query-theory.md §5 says why): noise N(0, I_d/d), β = 6, ξ a sign per sequence,
+query on the unit sphere, random initial queries (uniform on the sphere, |m₀| ~ 1/√d).
 
-Seeds and cases: the nuisance case runs seeds `seed … seed+seeds−1`, the weak case the next
-`seeds` seeds (so the pooled signs are 2·seeds independent initial queries); the tracking and
-plateau runs use `track_seeds` seeds from `seed`. `cases` selects what runs, and each case
-declares its claims. The nuisance and weak runs use their config's `sampler` (default `reduced`:
-the exact O(n)-scalar sampler, docs/query-reduced-sampler.md); tracking and plateau always use
-the full sampler, so every claim about the ODE is tested on the full simulator.
+The tracking and plateau runs use `track_seeds` seeds from `seed`. The nuisance and weak runs
+use their config's `sampler` (default `reduced`: the exact O(n)-scalar sampler,
+docs/query-reduced-sampler.md); tracking and plateau always use the full sampler, so every claim
+about the ODE is tested on the full simulator.
 
 The mean trajectory is used for `ode-tracking` because it separates the hypotheses more sharply
 than the per-seed gap (whose O(η^{1/2}) fluctuations do not average out): at small, the per-seed
@@ -310,130 +276,104 @@ tried first and rejected as that control: its odd Φ pulls most seeds to +u, but
 """
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        from attndyn.claims.config import changed
         from attndyn.core.config import validate
         from attndyn.models.query.theory import QueryTheoryConfig, phi_fit
         from attndyn.models.query.theory.ode import solve_sphere
         from attndyn.models.query.theory.plateau import pole_noise
 
         out: dict[str, Any] = {"sims": {}, "theory": {}, "ode": {}}
+        sims = out["sims"]
         for case in _recovery_cases(config):
             base = getattr(config, case)
             seed = config.seed if case == "nuisance" else config.seed + config.seeds
-            out["sims"][case] = ctx.simulate("query", base, seed=seed)
+            sims[case] = ctx.simulate("query", base, seed=seed)
             if config.theory_all:
-                out["theory"][case] = ctx.predict(
-                    "query", base, seed=seed, mc_samples=min(config.mc_samples, 2048)
-                )
-        if "tracking" in config.cases:
-            for eta in config.track_etas:
-                sim = ctx.simulate("query", config.track, **_tracking(config, eta))
-                out["sims"][("track", eta)] = sim
-        if "plateau" in config.cases:
-            for eta in config.plateau_etas:
-                sim = ctx.simulate("query", config.track, **_plateau(config, eta))
-                out["sims"][("plateau", eta)] = sim
+                mc = min(config.mc_samples, 2048)
+                out["theory"][case] = ctx.predict("query", base, seed=seed, mc_samples=mc)
+        for eta in config.track_etas if "tracking" in config.cases else ():
+            sims[("track", eta)] = ctx.simulate("query", config.track, **_tracking(config, eta))
+        for eta in config.plateau_etas if "plateau" in config.cases else ():
+            sims[("plateau", eta)] = ctx.simulate("query", config.track, **_plateau(config, eta))
         if not {"tracking", "plateau"} & set(config.cases):
             return out
         # the ODE of the tracking law (every tracking seed starts at m₀ = track.init_overlap), on
         # each run's own ODE-time grid t = Σ η_k (× theory_time_factor: the negative control)
         changes = {**_tracking(config, config.track_etas[0]), "mc_samples": config.mc_samples}
         fit = phi_fit(validate(QueryTheoryConfig, changed(config.track, **changes)))
-        m0 = [config.track.init_overlap]
         for eta in config.track_etas if "tracking" in config.cases else ():
-            t = out["sims"][("track", eta)]["ode_time"].values
-            out["ode"][eta] = solve_sphere(fit, m0, config.theory_time_factor * t)[0]
+            t = config.theory_time_factor * sims[("track", eta)]["ode_time"].values
+            out["ode"][eta] = solve_sphere(fit, [config.track.init_overlap], t)[0]
         out["phi_slope_pole"] = float(fit.dphi(1.0))
-        out["phi_curv_equator"] = float(fit.d2phi(0.0))
+        out["phi_curvature_equator"] = float(fit.d2phi(0.0))
         out["fit"] = {"mc_se": fit.mc_se, "mc_se_rhs": fit.mc_se_rhs, "fit_error": fit.fit_error}
         if "plateau" in config.cases:
             law = variant(config.track, **_plateau(config, 0.1), dtype="float64")
             out["pole_noise"] = pole_noise(law, config.grad_samples)
         return out
 
-    # -----------------------------------------------------------------------------------------
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         from scipy.stats import binomtest
 
+        from attndyn.models.query.theory.plateau import plateau_gap
+
         sims = results["sims"]
-        m: dict[str, Any] = {}
+        keys = ("phi_slope_pole", "phi_curvature_equator", "pole_noise", "fit")
+        m: dict[str, Any] = {key: results[key] for key in keys if key in results}
+        m["diverged"] = int(sum(int(tr["diverged"].sum()) for tr in sims.values()))
         signs = []
-        for case in RECOVERY:
-            if case not in sims:
-                continue
-            tr = sims[case]
-            final = tr["alignment"].isel(time=-1).values
-            m[f"{case}_ci"] = mean_ci(final)
-            m[f"{case}_mean"] = float(np.mean(final))
-            m[f"{case}_min"] = float(np.min(final))
-            over = tr["overlap"].isel(time=-1).values
-            m[f"{case}_plus"] = int(np.sum(over > 0))
-            signs.append(over > 0)
+        for case in _recovery_cases(config):
+            final = sims[case]["alignment"].isel(time=-1).values
+            mean = "mean_final_alignment" + ("_weak" if case == "weak" else "")
+            m[f"{case}_ci"], m[mean] = mean_ci(final), float(np.mean(final))
+            m[f"min_final_alignment_{case}"] = float(np.min(final))
+            signs.append(sims[case]["overlap"].isel(time=-1).values > 0)
         if signs:
             s = np.concatenate(signs)
             m["n_plus"], m["n_minus"] = int(s.sum()), int((~s).sum())
             m["split_p"] = float(binomtest(m["n_plus"], len(s), 0.5).pvalue)
         if results["ode"]:
-            self._measure_tracking(config, results, m)
+            # at each η the sup-gap of the seed-mean trajectory to the ODE, sup_t |m̄_k − m(t_k)|
+            # (and the seed mean of the per-seed sup-gaps, for the record); the exponent of the
+            # first in η, bootstrapped over whole seed trajectories within each η
+            etas = config.track_etas
+            paths, odes, m["ode_gaps"] = [], [], {}
+            for eta in etas:
+                sim = sims[("track", eta)]
+                keep = sim["ode_time"].values <= config.track_time + 1e-9
+                paths.append(sim["overlap"].values[:, keep])
+                odes.append(results["ode"][eta][keep])
+                gaps = np.max(np.abs(paths[-1] - odes[-1][None]), axis=1)
+                m["ode_gaps"][eta] = float(np.mean(gaps))
+
+            def mean_gaps(*idx) -> list[float]:
+                return [
+                    float(np.max(np.abs(p[i.astype(int)].mean(axis=0) - o)))
+                    for p, o, i in zip(paths, odes, idx, strict=True)
+                ]
+
+            def exponent(*idx) -> float:
+                return float(np.polyfit(np.log(np.asarray(etas)), np.log(mean_gaps(*idx)), 1)[0])
+
+            seeds = [np.arange(p.shape[0], dtype=float) for p in paths]
+            m["ode_gaps_mean_trajectory"] = dict(zip(etas, mean_gaps(*seeds), strict=True))
+            m["gap_exponent"] = bootstrap_ci(seeds, exponent)
         if "plateau" in config.cases:
-            self._measure_plateau(config, results, m)
-        for key in ("phi_slope_pole", "phi_curv_equator", "pole_noise", "fit"):
-            if key in results:
-                m[key] = results[key]
-        m["diverged"] = int(sum(int(tr["diverged"].sum()) for tr in sims.values()))
+            pe, plateaus = config.plateau_etas, []  # per seed: 1 − |m| over the second half
+            for eta in pe:
+                a = sims[("plateau", eta)]["alignment"].values
+                plateaus.append(1.0 - a[:, a.shape[1] // 2 :].mean(axis=1))
+            m["plateau_ci"] = {eta: mean_ci(g) for eta, g in zip(pe, plateaus, strict=True)}
+            m["plateau"] = {eta: x.value for eta, x in m["plateau_ci"].items()}
+            noise, slope = results["pole_noise"], results["phi_slope_pole"]
+            predicted = m["plateau_predicted"] = {eta: plateau_gap(eta, noise, slope) for eta in pe}
+            m["plateau_ratio"] = bootstrap_ci(
+                [plateaus[-1], plateaus[0]], lambda lo, hi: float(np.mean(lo) / np.mean(hi))
+            )
+            m["plateau_theory_ratio"] = mean_ci(plateaus[-1]).map(lambda x: x / predicted[pe[-1]])
         return m
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
         return [Check.compare("seeds diverged (every run)", m["diverged"], "==", 0)]
-
-    @staticmethod
-    def _measure_tracking(config: Config, results: dict[str, Any], m: dict[str, Any]) -> None:
-        """At each η: the sup-gap of the seed-mean trajectory to the ODE, sup_t |m̄_k − m(t_k)|
-        (and the seed mean of the per-seed sup-gaps, for the record); the exponent of the first
-        in η, with a bootstrap interval that resamples whole seed trajectories within each η."""
-        etas = config.track_etas
-        paths, odes, per_seed = [], [], {}
-        for eta in etas:
-            sim = results["sims"][("track", eta)]
-            keep = sim["ode_time"].values <= config.track_time + 1e-9
-            paths.append(sim["overlap"].values[:, keep])
-            odes.append(results["ode"][eta][keep])
-            per_seed[eta] = float(np.mean(np.max(np.abs(paths[-1] - odes[-1][None]), axis=1)))
-        log_eta = np.log(np.asarray(etas))
-
-        def mean_gaps(*idx) -> list[float]:
-            return [
-                float(np.max(np.abs(p[i.astype(int)].mean(axis=0) - o)))
-                for p, o, i in zip(paths, odes, idx, strict=True)
-            ]
-
-        def exponent(*idx) -> float:
-            return float(np.polyfit(log_eta, np.log(mean_gaps(*idx)), 1)[0])
-
-        seeds = [np.arange(p.shape[0], dtype=float) for p in paths]
-        m["gaps"] = per_seed
-        m["mean_gaps"] = dict(zip(etas, mean_gaps(*seeds), strict=True))
-        m["gap_exponent"] = bootstrap_ci(seeds, exponent)
-
-    @staticmethod
-    def _measure_plateau(config: Config, results: dict[str, Any], m: dict[str, Any]) -> None:
-        from attndyn.models.query.theory.plateau import plateau_gap
-
-        pe = config.plateau_etas
-        per_seed = []
-        for eta in pe:
-            a = results["sims"][("plateau", eta)]["alignment"].values
-            per_seed.append(1.0 - a[:, a.shape[1] // 2 :].mean(axis=1))
-        m["plateau_ci"] = {eta: mean_ci(g) for eta, g in zip(pe, per_seed, strict=True)}
-        m["plateau"] = {eta: x.value for eta, x in m["plateau_ci"].items()}
-        predicted = {
-            eta: plateau_gap(eta, results["pole_noise"], results["phi_slope_pole"]) for eta in pe
-        }
-        m["plateau_predicted"] = predicted
-        m["plateau_ratio"] = bootstrap_ci(
-            [per_seed[-1], per_seed[0]], lambda lo, hi: float(np.mean(lo) / np.mean(hi))
-        )
-        m["plateau_theory_ratio"] = mean_ci(per_seed[-1]).map(lambda x: x / predicted[pe[-1]])
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -443,26 +383,23 @@ tried first and rejected as that control: its odd Φ pulls most seeds to +u, but
                 m[f"{case}_ci"],
                 detail=f"n_N = {c.n_nuisance}, n_I = {c.n_informative}, θ = {c.theta}, "
                 f"{c.t_max:g} steps × batch {c.batch}, d = {c.d}, {config.seeds} seeds (min "
-                f"{m[f'{case}_min']:.4f})",
+                f"{m[f'min_final_alignment_{case}']:.4f})",
             )
         if "n_plus" in m:
-            out["sign-split"] = Evidence(
-                m["split_p"],
-                detail=f"{m['n_plus']} runs → +u, {m['n_minus']} → −u",
-            )
+            detail = f"{m['n_plus']} runs → +u, {m['n_minus']} → −u"
+            out["sign-split"] = Evidence(m["split_p"], detail=detail)
         if "tracking" in config.cases:
             etas = config.track_etas
             out["ode-tracking"] = Evidence(
                 m["gap_exponent"],
                 detail=f"m₀ = {config.track.init_overlap}, t ≤ {config.track_time}, "
                 f"{config.track_seeds} seeds per η; seed-mean sup-gaps at η = "
-                + ", ".join(f"{e}: {m['mean_gaps'][e]:.4f}" for e in etas)
+                + ", ".join(f"{e}: {m['ode_gaps_mean_trajectory'][e]:.4f}" for e in etas)
                 + "; per-seed sup-gaps "
-                + ", ".join(f"{m['gaps'][e]:.3f}" for e in etas),
+                + ", ".join(f"{m['ode_gaps'][e]:.3f}" for e in etas),
             )
         if "plateau" in config.cases:
-            pe = config.plateau_etas
-            ci = m["plateau_ci"]
+            pe, ci = config.plateau_etas, m["plateau_ci"]
             out["constant-plateau"] = Evidence(
                 m["plateau_ratio"],
                 checks=(Check("every plateau > 0 (95% CI)", all(x.low > 0 for x in ci.values())),),
@@ -481,82 +418,57 @@ tried first and rejected as that control: its odd Φ pulls most seeds to +u, but
         return out
 
     def summary(self, m: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for case, key in (
-            ("nuisance", "mean_final_alignment"),
-            ("weak", "mean_final_alignment_weak"),
-        ):
-            if f"{case}_mean" in m:
-                out[key] = m[f"{case}_mean"]
-                out[f"min_final_alignment_{case}"] = m[f"{case}_min"]
-        for key in ("n_plus", "n_minus", "split_p"):
-            if key in m:
-                out[key] = m[key]
-        if "gaps" in m:
+        skip = ("plateau_ci", "diverged")  # and the claims' intervals
+        out = {k: v for k, v in m.items() if not isinstance(v, Interval) and k not in skip}
+        if "gap_exponent" in m:
             x = m["gap_exponent"]
-            out["ode_gaps"] = {str(k): v for k, v in m["gaps"].items()}
-            out["ode_gaps_mean_trajectory"] = {str(k): v for k, v in m["mean_gaps"].items()}
             out["ode_gap_exponent"] = {"value": x.value, "low": x.low, "high": x.high}
-        if "plateau" in m:
-            out["plateau"] = {str(k): v for k, v in m["plateau"].items()}
-            out["plateau_predicted"] = {str(k): v for k, v in m["plateau_predicted"].items()}
-        for key in ("phi_slope_pole", "phi_curv_equator", "pole_noise", "fit"):
-            if key in m:
-                out[key if key != "phi_curv_equator" else "phi_curvature_equator"] = m[key]
         return json_safe(out)
 
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-
-        sims, theory = results["sims"], results["theory"]
-        fig, axes = new_figure(1, 3, figsize=(14, 4.0))
-        ax = axes[0]
+        sims, theory, ode = results["sims"], results["theory"], results["ode"]
+        fig, (ax_a, ax_b, ax_c) = new_figure(1, 3, figsize=(14, 4.0))
         for i, case in enumerate(RECOVERY):
             if case not in sims:
                 continue
-            tr = sims[case]
-            t = tr["ode_time"].values
-            for s in range(tr.sizes["seed"]):
-                ax.plot(t[1:], tr["overlap"].values[s, 1:], color=f"C{i}", lw=0.5, alpha=0.5)
+            t, over = sims[case]["ode_time"].values[1:], sims[case]["overlap"].values[:, 1:]
+            ax_a.plot(t, over.T, color=f"C{i}", lw=0.5, alpha=0.5)
             if case in theory:
-                ax.plot(t[1:], theory[case]["alignment"].values[1:], "k--", lw=1,
-                        label=f"{case}: theory |m|")  # fmt: skip
-            ax.plot([], [], color=f"C{i}", label=f"{case} (mean |m| = {m[f'{case}_mean']:.4f})")
-        ax.set_xscale("log")
-        ax.set_xlabel("ODE time t = Σ η_k")
-        ax.set_ylabel("overlap m = ⟨q, u⟩ (one line per seed)")
+                ax_a.plot(t, theory[case]["alignment"].values[1:], "k--", lw=1,
+                          label=f"{case}: theory |m|")  # fmt: skip
+            ax_a.plot(
+                [], [], color=f"C{i}", label=f"{case} (mean |m| = {m[f'{case}_ci'].value:.4f})"
+            )
+        ax_a.set_xscale("log")
+        ax_a.set(xlabel="ODE time t = Σ η_k", ylabel="overlap m = ⟨q, u⟩ (one line per seed)")
         if "n_plus" in m:
-            ax.set_title(f"(a) recovery up to sign: {m['n_plus']} → +u, {m['n_minus']} → −u")
-            ax.legend(frameon=False, fontsize=8)
-        ax = axes[1]
-        if results["ode"]:
-            for i, eta in enumerate(config.track_etas):
-                tr = sims[("track", eta)]
-                t = tr["ode_time"].values
-                ax.plot(t, tr["overlap"].mean("seed"), color=f"C{i}", label=f"SGA η = {eta}")
-            eta = config.track_etas[-1]
-            t = sims[("track", eta)]["ode_time"].values
+            ax_a.set_title(f"(a) recovery up to sign: {m['n_plus']} → +u, {m['n_minus']} → −u")
+            ax_a.legend(frameon=False, fontsize=8)
+        for i, eta in enumerate(config.track_etas if ode else ()):
+            t, mean = sims[("track", eta)]["ode_time"].values, sims[("track", eta)]["overlap"]
+            ax_b.plot(t, mean.mean("seed"), color=f"C{i}", label=f"SGA η = {eta}")
+        if ode:  # the ODE on the smallest η's time grid (t, eta: the loop's last)
             label = "ODE ṁ = (1 − m²)Φ'(m)"
             if config.theory_time_factor != 1:
                 label += f" at {config.theory_time_factor:g}·t (control)"
-            ax.plot(t, results["ode"][eta], "k--", lw=1, label=label)
-            ax.set_xlabel("ODE time t")
-            ax.set_ylabel("mean m")
-            ax.set_title("(b) SGA tracks the ODE as η → 0")
-            ax.legend(frameon=False, fontsize=8)
-        ax = axes[2]
-        if "gaps" in m:
-            etas = config.track_etas
-            ax.loglog(etas, [m["gaps"][e] for e in etas], "o-", label="sup |m − m_ODE| (tracking)")
+            ax_b.plot(t, ode[eta], "k--", lw=1, label=label)
+            ax_b.set(xlabel="ODE time t", ylabel="mean m", title="(b) SGA tracks the ODE as η → 0")
+            ax_b.legend(frameon=False, fontsize=8)
+        if "ode_gaps" in m:
+            etas, gaps = config.track_etas, m["ode_gaps"]
+            ax_c.loglog(etas, [gaps[e] for e in etas], "o-", label="sup |m − m_ODE| (tracking)")
         if "plateau" in m:
             pe = config.plateau_etas
-            ax.loglog(pe, [m["plateau"][e] for e in pe], "s-", label="plateau 1 − |m| (constant η)")
-            ax.loglog(pe, [m["plateau_predicted"][e] for e in pe], "k:", label="η E‖P⊥ĝ‖²/(4Φ'(1))")
-        ax.set_xlabel("step η")
-        ax.set_ylabel("gap")
-        ax.set_title("(c) gaps shrink with the step")
-        if ax.get_legend_handles_labels()[0]:  # empty when only recovery cases run
-            ax.legend(frameon=False, fontsize=8)
+            ax_c.loglog(
+                pe, [m["plateau"][e] for e in pe], "s-", label="plateau 1 − |m| (constant η)"
+            )
+            ax_c.loglog(
+                pe, [m["plateau_predicted"][e] for e in pe], "k:", label="η E‖P⊥ĝ‖²/(4Φ'(1))"
+            )
+        ax_c.set(xlabel="step η", ylabel="gap", title="(c) gaps shrink with the step")
+        if ax_c.get_legend_handles_labels()[0]:  # empty when only recovery cases run
+            ax_c.legend(frameon=False, fontsize=8)
         fig.tight_layout()
         return save_figure(fig, path)
