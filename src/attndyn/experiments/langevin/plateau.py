@@ -18,25 +18,13 @@ from attndyn.claims.spec import Evidence, above, between, claim, measured, withi
 from attndyn.claims.stats import mean_ci, worst
 from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
-from attndyn.experiments.langevin.plateau_common import (
-    FLAT_EIG,
-    PlateauConfig,
-    chains,
-    largest_deviation,
-    minimum,
-    potential_base,
-    potential_fields,
-    simulate,
-    spectrum,
-    tolerance,
-    triple,
-)
+from attndyn.experiments.langevin import plateau_common as pc
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.langevin.config import LangevinConfig
 
 
-class Config(PlateauConfig):
-    attention: LangevinConfig = potential_base(
+class Config(pc.PlateauConfig):
+    attention: LangevinConfig = pc.potential_base(
         "the attention regressor: p = 20, one flat direction (O(2) of (W_Q, W_K)); starts of "
         "scale 0.3 (every start reaches the global basin); runs to t = 240: from small starts "
         "the softest Hessian mode settles late (docs/langevin.md, langevin-plateau)",
@@ -52,7 +40,7 @@ class Config(PlateauConfig):
         t_max=240.0,
         records=121,
     )
-    lora: LangevinConfig = potential_base(
+    lora: LangevinConfig = pc.potential_base(
         "the LoRA net (tanh, W₀ and outer weights frozen): p = 24, one flat direction (O(2)); "
         "starts of scale 1 (F starts well above the plateau)",
         model="lora",
@@ -213,8 +201,8 @@ class LangevinPlateau(Experiment):
             base = getattr(config, m)
             for s in config.s_grid:
                 run_s = config.s_grid[0] if config.fixed_s else s
-                out["sims"][(m, s)] = simulate(ctx, config, base, run_s)
-            out["minimum"][m] = minimum(ctx, config, potential_fields(base))
+                out["sims"][(m, s)] = pc.simulate(ctx, config, base, run_s)
+            out["minimum"][m] = pc.minimum(ctx, config, pc.potential_fields(base))
         return out
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
@@ -224,9 +212,9 @@ class LangevinPlateau(Experiment):
             base, mn = getattr(config, m), results["minimum"][m]
             F_gd = np.sort(mn["F"])
             F_min = float(F_gd[0])
-            spec = spectrum(potential_fields(base), mn["eig"], base.h, int(mn["orbit"][0]))
+            spec = pc.spectrum(pc.potential_fields(base), mn["eig"], base.h, int(mn["orbit"][0]))
             runs = {
-                s: chains(
+                s: pc.chains(
                     results["sims"][(m, s)],
                     F_min,
                     2.0 * s * spec["p_eff"] / (4.0 * config.beta_s),
@@ -241,7 +229,7 @@ class LangevinPlateau(Experiment):
                 "F_gd": F_gd.tolist(),
                 "gd_global": int(np.sum(F_gd - F_min <= 1e-5 * (1 + abs(F_min)))),
                 "gd_grad_sq": float(mn["grad_sq"][int(np.argmin(mn["F"]))]),
-                "tau": tolerance(s_min, s_max, spec["em_factor"]),
+                "tau": pc.tolerance(s_min, s_max, spec["em_factor"]),
                 "runs": runs,
                 "falls": {
                     (a, b): mean_ci(runs[a]["avg"] - runs[b]["avg"])
@@ -265,7 +253,7 @@ class LangevinPlateau(Experiment):
                     -slack,
                 ),
                 Check.compare(
-                    f"{name}: Hessian eigenvalues < {FLAT_EIG}·λ at min F (the symmetry orbit: "
+                    f"{name}: Hessian eigenvalues < {pc.FLAT_EIG}·λ at min F (the symmetry orbit: "
                     f"{rec['flat']})",
                     rec["flat_observed"],
                     "==",
@@ -287,7 +275,7 @@ class LangevinPlateau(Experiment):
         for name, rec in m.items():
             runs, tau = rec["runs"], rec["tau"]
             changes = {s: r["change"] for s, r in runs.items()}
-            wc = largest_deviation(changes)
+            wc = pc.largest_deviation(changes)
             out[f"plateau-reached-{name}"] = Evidence(
                 changes[wc],
                 bounds=(-2 * tau, 2 * tau),
@@ -324,9 +312,9 @@ class LangevinPlateau(Experiment):
         for name, rec in m.items():
             keep = {k: rec[k] for k in keys}
             for key in ("plateau", "ratio", "rate", "change"):
-                keep[key] = {str(s): triple(r[key]) for s, r in rec["runs"].items()}
+                keep[key] = {str(s): pc.triple(r[key]) for s, r in rec["runs"].items()}
             keep["predicted_gap"] = {str(s): r["pred"] for s, r in rec["runs"].items()}
-            keep["falls"] = {f"{a}->{b}": triple(x) for (a, b), x in rec["falls"].items()}
+            keep["falls"] = {f"{a}->{b}": pc.triple(x) for (a, b), x in rec["falls"].items()}
             out[name] = keep
         return json_safe(out)
 

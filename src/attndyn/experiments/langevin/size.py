@@ -19,27 +19,15 @@ from attndyn.claims.spec import Evidence, between, claim, measured, within
 from attndyn.claims.stats import bootstrap_ci, worst
 from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
-from attndyn.experiments.langevin.plateau_common import (
-    FLAT_EIG,
-    PlateauConfig,
-    chains,
-    largest_deviation,
-    minimum,
-    potential_base,
-    potential_fields,
-    simulate,
-    spectrum,
-    tolerance,
-    triple,
-)
+from attndyn.experiments.langevin import plateau_common as pc
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.langevin.config import LangevinConfig
 
 RUNS = ("s", "regime")  # each size runs at s and at s_regime
 
 
-class Config(PlateauConfig):
-    base: LangevinConfig = potential_base(
+class Config(pc.PlateauConfig):
+    base: LangevinConfig = pc.potential_base(
         "LoRA on a frozen tanh net (starts of scale 1); each size sets width and rank",
         model="lora",
         d=4,
@@ -182,11 +170,11 @@ class LangevinSize(Experiment):
         out: dict[str, Any] = {"sims": {}, "minimum": {}}
         for w, r in config.sizes:
             for which in RUNS:
-                out["sims"][((w, r), which)] = simulate(
+                out["sims"][((w, r), which)] = pc.simulate(
                     ctx, config, config.base, config.temperature(which), width=w, rank=r
                 )
-            out["minimum"][(w, r)] = minimum(
-                ctx, config, potential_fields(config.base, width=w, rank=r)
+            out["minimum"][(w, r)] = pc.minimum(
+                ctx, config, pc.potential_fields(config.base, width=w, rank=r)
             )
         return out
 
@@ -194,8 +182,8 @@ class LangevinSize(Experiment):
         sizes: dict[tuple[int, int], Any] = {}
         for w, r in config.sizes:
             mn = results["minimum"][(w, r)]
-            values = potential_fields(config.base, width=w, rank=r)
-            spec = spectrum(values, mn["eig"], config.base.h, int(mn["orbit"][0]))
+            values = pc.potential_fields(config.base, width=w, rank=r)
+            spec = pc.spectrum(values, mn["eig"], config.base.h, int(mn["orbit"][0]))
             sizes[(w, r)] = {**spec, "F_min": float(np.min(mn["F"]))}
         # the predicted temperature over s: 1, or p_eff,min/p_eff under the mean-field control
         p_min = min(rec["p_eff"] for rec in sizes.values())
@@ -203,8 +191,10 @@ class LangevinSize(Experiment):
             factor = p_min / rec["p_eff"] if config.theory == "mean-field" else 1.0
             for which in RUNS:
                 pred = factor * config.temperature(which) * rec["p_eff"] / (2.0 * config.beta_s)
-                rec[which] = chains(results["sims"][(wr, which)], rec["F_min"], pred, config.burn)
-            rec["tau"] = tolerance(config.s, config.s_regime, rec["em_factor"])
+                rec[which] = pc.chains(
+                    results["sims"][(wr, which)], rec["F_min"], pred, config.burn
+                )
+            rec["tau"] = pc.tolerance(config.s, config.s_regime, rec["em_factor"])
         tau = max(r["tau"] for r in sizes.values())
         p = np.array([rec["p_eff"] for rec in sizes.values()], dtype=float)
         F_mins = np.array([rec["F_min"] for rec in sizes.values()])
@@ -250,7 +240,7 @@ class LangevinSize(Experiment):
                     -1e-4 * (1 + abs(rec["F_min"])),
                 ),
                 Check.compare(
-                    f"width {w}, rank {r}: Hessian eigenvalues < {FLAT_EIG}·λ at min F (the "
+                    f"width {w}, rank {r}: Hessian eigenvalues < {pc.FLAT_EIG}·λ at min F (the "
                     f"orbit through the minimiser: {rec['flat']}; at a generic point "
                     f"{rec['flat_generic']})",
                     rec["flat_observed"],
@@ -264,9 +254,9 @@ class LangevinSize(Experiment):
         sizes = m["sizes"]
         label = {wr: f"{wr[0]}×{wr[1]}" for wr in sizes}
         changes = {wr: rec["s"]["change"] for wr, rec in sizes.items()}
-        wc = largest_deviation(changes)
+        wc = pc.largest_deviation(changes)
         ratios = {wr: rec["s"]["ratio"] for wr, rec in sizes.items()}
-        wr_ratio = largest_deviation({wr: x.map(lambda v: v - 1.0) for wr, x in ratios.items()})
+        wr_ratio = pc.largest_deviation({wr: x.map(lambda v: v - 1.0) for wr, x in ratios.items()})
         regime = [rec["regime"]["ratio"] for rec in sizes.values()]
         tau_c = sizes[wc]["tau"]
         return {
@@ -300,14 +290,14 @@ class LangevinSize(Experiment):
         }
 
     def summary(self, m: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"slope": triple(m["slope"]), "slope_tol": m["slope_tol"]}
+        out: dict[str, Any] = {"slope": pc.triple(m["slope"]), "slope_tol": m["slope_tol"]}
         keys = ("p", "p_eff", "flat", "flat_generic", "flat_observed", "eig_min_nonflat")
         keys += ("eig_max", "em_factor", "F_min", "tau")
         for (w, r), rec in m["sizes"].items():
             keep = {k: rec[k] for k in keys}
             for which in RUNS:
                 for key in ("ratio", "rate", "change", "plateau"):
-                    keep[f"{key}_{which}"] = triple(rec[which][key])
+                    keep[f"{key}_{which}"] = pc.triple(rec[which][key])
             out[f"{w}x{r}"] = keep
         return json_safe(out)
 
