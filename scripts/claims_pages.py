@@ -71,7 +71,7 @@ def main() -> int:
     parser.add_argument("--presets", nargs="*", default=["tiny"], help="presets to run")
     parser.add_argument("--no-controls", action="store_true", help="skip the tiny controls")
     args = parser.parse_args()
-    names = [n for n in experiment_names() if get_experiment(n).declared]
+    names = experiment_names()
     if args.measure is not None:
         for name in args.measure or names:
             measure(name, args.presets, not args.no_controls)

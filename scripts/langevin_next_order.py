@@ -31,12 +31,8 @@ jax.config.update("jax_enable_x64", True)
 
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
-from attndyn.experiments.langevin.plateau import (  # noqa: E402
-    GD_SEED,
-    Config,
-    LangevinPlateau,
-    model_values,
-)
+from attndyn.claims.runner import experiment_config  # noqa: E402
+from attndyn.experiments.langevin.plateau_common import GD_SEED, potential_fields  # noqa: E402
 from attndyn.models.langevin import LangevinConfig, frozen_part  # noqa: E402
 from attndyn.models.langevin.model import potential  # noqa: E402
 from attndyn.models.langevin.stationary import minimise_newton  # noqa: E402
@@ -45,8 +41,8 @@ from attndyn.models.langevin.stationary import minimise_newton  # noqa: E402
 def main(model: str = "attention", preset: str = "paper") -> None:
     if model != "attention":
         raise SystemExit("model: only 'attention' (the O(d_k) orbit's Jacobian is coded)")
-    cfg = Config(**LangevinPlateau.presets[preset])
-    lc = LangevinConfig(**model_values(cfg, model), s=0.0)
+    cfg = experiment_config("langevin-plateau", preset, {})[1]
+    lc = LangevinConfig(**potential_fields(cfg.attention), s=0.0)
     params = minimise_newton(lc, range(GD_SEED + cfg.seed, GD_SEED + cfg.seed + 1), cfg.gd_steps)[3]
     pot = potential(lc)
     f64 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)  # noqa: E731

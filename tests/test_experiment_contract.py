@@ -1,5 +1,6 @@
-"""The experiment contract: Claim helpers state a threshold once (verdict at the boundary, target
-text), and the runner calls run → measure → claims → figure, passing each step's output on."""
+"""The experiment contract: a declared target states its threshold once (verdict at the
+boundary, target text), and the runner calls run → measure → evaluate → figure, passing each
+step's output on."""
 
 from __future__ import annotations
 
@@ -9,71 +10,81 @@ import numpy as np
 import pytest
 
 from attndyn.claims import runner
-from attndyn.claims.base import (
-    Check,
-    Claim,
-    Control,
-    Experiment,
-    ExperimentConfig,
+from attndyn.claims.base import Check, Claim, Control, Experiment, ExperimentConfig
+from attndyn.claims.spec import (
+    Evidence,
+    above,
+    at_least,
+    at_most,
+    below,
+    between,
+    claim,
+    equals,
+    within,
 )
 from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
 from attndyn.core.serial import json_safe
 from attndyn.errors import InputError
 
 
+def judge(target, value, *checks: Check) -> Claim:
+    """The verdict of ``target`` on ``value`` (and the extra ``checks``)."""
+    return target.judge("c", "s", None, Evidence(value, checks))
+
+
 @pytest.mark.parametrize(
-    "helper, threshold, passes, fails, target",
+    "target, passes, fails, text",
     [
-        (Claim.at_least, 0.99, [0.99, 1.0], [0.98], ">= 0.99"),
-        (Claim.at_most, 0.1, [0.1, 0.0], [0.11], "<= 0.1"),
-        (Claim.above, 1, [1.5], [1.0, 0.5], "> 1"),
-        (Claim.below, 0.5, [0.49], [0.5, 0.7], "< 0.5"),
-        (Claim.equals, 1.0, [1.0], [0.999], "== 1"),
+        (at_least(0.99), [0.99, 1.0], [0.98], ">= 0.99"),
+        (at_most(0.1), [0.1, 0.0], [0.11], "<= 0.1"),
+        (above(1), [1.5], [1.0, 0.5], "> 1"),
+        (below(0.5), [0.49], [0.5, 0.7], "< 0.5"),
+        (equals(1.0), [1.0], [0.999], "== 1"),
     ],
 )
-def test_comparison_helpers_at_the_boundary(helper, threshold, passes, fails, target):
+def test_comparisons_at_the_boundary(target, passes, fails, text):
     for value in passes:
-        claim = helper("c", "s", value, threshold)
-        assert claim.passed is True and claim.target == target and claim.value == value
+        c = judge(target, value)
+        assert c.passed is True and c.target == text and c.value == value
     for value in fails + [math.nan]:
-        assert helper("c", "s", value, threshold).passed is False
+        assert judge(target, value).passed is False
 
 
 def test_within_absolute_and_relative():
     # boundaries exactly representable in binary
-    assert Claim.within("c", "s", 1.25, 1, 0.25).passed
-    assert Claim.within("c", "s", 0.75, 1, 0.25).passed
-    assert not Claim.within("c", "s", 1.26, 1, 0.25).passed
-    assert Claim.within("c", "s", 1.25, 1, 0.25).target == "1 ± 0.25"
-    rel = Claim.within("c", "s", 0.625, 0.5, 0.25, relative=True)
+    assert judge(within(1, 0.25), 1.25).passed
+    assert judge(within(1, 0.25), 0.75).passed
+    assert not judge(within(1, 0.25), 1.26).passed
+    assert judge(within(1, 0.25), 1.25).target == "1 ± 0.25"
+    rel = judge(within(0.5, 0.25, relative=True), 0.625)
     assert rel.passed and rel.target == "0.5 ± 25%"
-    assert not Claim.within("c", "s", 0.63, 0.5, 0.25, relative=True).passed
-    assert not Claim.within("c", "s", math.nan, 0.5, 0.25).passed
+    assert not judge(within(0.5, 0.25, relative=True), 0.63).passed
+    assert not judge(within(0.5, 0.25), math.nan).passed
 
 
 def test_between_closed_and_open_low():
-    assert Claim.between("c", "s", 0.5, 0.5, 2.0).passed
-    assert Claim.between("c", "s", 2.0, 0.5, 2.0).target == "in [0.5, 2]"
-    assert not Claim.between("c", "s", 2.01, 0.5, 2.0).passed
-    open_low = Claim.between("c", "s", 0.3, 0.3, 2.0, open_low=True)
+    assert judge(between(0.5, 2.0), 0.5).passed
+    assert judge(between(0.5, 2.0), 2.0).target == "in [0.5, 2]"
+    assert not judge(between(0.5, 2.0), 2.01).passed
+    open_low = judge(between(0.3, 2.0, open_low=True), 0.3)
     assert not open_low.passed and open_low.target == "in (0.3, 2]"
-    assert not Claim.between("c", "s", math.inf, 0.3, 2.0, open_low=True).passed
+    assert not judge(between(0.3, 2.0, open_low=True), math.inf).passed
 
 
 def test_extra_checks_join_the_target_and_the_verdict():
     z = Check.compare("min z", 4.9, ">=", 5)
     assert z == Check("min z >= 5", False)
-    claim = Claim.at_most("c", "s", 0.3, 0.5, Check("decreasing", True), z)
-    assert claim.target == "<= 0.5 and decreasing and min z >= 5"
-    assert claim.passed is False
-    ok = Claim.holds("c", "s", -1.0, Check.compare("|Γ|", 1.0, ">", 1e-6))
+    c = judge(at_most(0.5), 0.3, Check("decreasing", True), z)
+    assert c.target == "<= 0.5 and decreasing and min z >= 5"
+    assert c.passed is False
+    ok = Claim.from_checks("c", "s", -1.0, [Check.compare("|Γ|", 1.0, ">", 1e-6)])
     assert ok.passed and ok.value == -1.0 and ok.target == "|Γ| > 1e-06"
     with pytest.raises(ValueError, match="no condition"):
-        Claim.holds("c", "s", 1.0)
+        Claim.from_checks("c", "s", 1.0, [])
 
 
 def test_as_dict_writes_non_finite_values_as_none():
-    record = Claim.below("c", "s", math.inf, 1).as_dict()
+    record = judge(below(1), math.inf).as_dict()
     assert record == {
         "name": "c",
         "statement": "s",
@@ -88,20 +99,20 @@ def test_as_dict_writes_non_finite_values_as_none():
 
 def test_an_interval_passes_only_when_it_clears_the_target():
     ci = Interval(0.5, 0.3, 0.7, 8)
-    assert Claim.at_least("c", "s", ci, 0.3).passed
-    assert not Claim.at_least("c", "s", ci, 0.31).passed  # the mean clears, the CI does not
-    assert Claim.at_most("c", "s", ci, 0.7).passed and not Claim.at_most("c", "s", ci, 0.69).passed
-    assert Claim.above("c", "s", ci, 0.29).passed and not Claim.above("c", "s", ci, 0.3).passed
-    assert Claim.below("c", "s", ci, 0.71).passed and not Claim.below("c", "s", ci, 0.7).passed
-    assert Claim.within("c", "s", ci, 0.5, 0.2).passed
-    assert not Claim.within("c", "s", ci, 0.5, 0.19).passed
-    assert Claim.within("c", "s", ci, 0.5, 0.4, relative=True).passed
-    assert not Claim.within("c", "s", ci, 0.5, 0.39, relative=True).passed
-    assert Claim.between("c", "s", ci, 0.3, 0.7).passed
-    assert not Claim.between("c", "s", ci, 0.3, 0.7, open_low=True).passed
-    claim = Claim.at_least("c", "s", ci, 0.3)
-    assert claim.target == ">= 0.3 (95% CI)"
-    assert claim.as_dict() | {} == {
+    assert judge(at_least(0.3), ci).passed
+    assert not judge(at_least(0.31), ci).passed  # the mean clears, the CI does not
+    assert judge(at_most(0.7), ci).passed and not judge(at_most(0.69), ci).passed
+    assert judge(above(0.29), ci).passed and not judge(above(0.3), ci).passed
+    assert judge(below(0.71), ci).passed and not judge(below(0.7), ci).passed
+    assert judge(within(0.5, 0.2), ci).passed
+    assert not judge(within(0.5, 0.19), ci).passed
+    assert judge(within(0.5, 0.4, relative=True), ci).passed
+    assert not judge(within(0.5, 0.39, relative=True), ci).passed
+    assert judge(between(0.3, 0.7), ci).passed
+    assert not judge(between(0.3, 0.7, open_low=True), ci).passed
+    c = judge(at_least(0.3), ci)
+    assert c.target == ">= 0.3 (95% CI)"
+    assert c.as_dict() | {} == {
         "name": "c",
         "statement": "s",
         "value": 0.5,
@@ -112,8 +123,8 @@ def test_an_interval_passes_only_when_it_clears_the_target():
         "passed": True,
     }
     nan = Interval(math.nan, math.nan, math.nan, 3)
-    assert not Claim.at_least("c", "s", nan, -1).passed
-    assert not Claim.within("c", "s", nan, 0, 1).passed
+    assert not judge(at_least(-1), nan).passed
+    assert not judge(within(0, 1), nan).passed
 
 
 def test_mean_ci_is_the_student_t_interval():
@@ -124,7 +135,7 @@ def test_mean_ci_is_the_student_t_interval():
     assert ci.low == pytest.approx(2.5 - half) and ci.high == pytest.approx(2.5 + half)
     assert math.isnan(mean_ci([1.0, math.nan]).low)
     one = mean_ci([2.0])
-    assert one.low == -math.inf and not Claim.at_least("c", "s", one, 0).passed
+    assert one.low == -math.inf and not judge(at_least(0), one).passed
 
 
 def test_bootstrap_covers_the_mean_at_its_nominal_rate():
@@ -153,15 +164,27 @@ class _Config(ExperimentConfig):
     seeds: int = 1
 
 
+X_LARGE = claim(
+    "x-large",
+    "x",
+    statistic="x",
+    target=at_least("level"),
+    reason="the toy's x clears its level",
+    controls=("small-x",),
+    seeds=1,
+)
+Y_SMALL = claim(
+    "y-small", "y", statistic="y", target=below(1.0), reason="a claim left unevaluated", seeds=1
+)
+
+
 class _Toy(Experiment):
     name = "toy"
     description = "a toy experiment that records the order of its steps"
     Config = _Config
     presets = {"tiny": {}, "small": {}, "paper": {"level": 0.9}}
-    controls = {"small-x": Control({"x": 0.1}, ("x-large",), "x far below any level")}
-
-    def claim_names(self, config):
-        return ["x-large"]
+    controls = {"small-x": Control({"x": 0.1}, "x far below any level")}
+    claims = (X_LARGE,)
 
     def __init__(self):
         self.calls = []
@@ -174,9 +197,9 @@ class _Toy(Experiment):
         self.calls.append("measure")
         return {"x": results["x"], "array": np.arange(2)}
 
-    def claims(self, config, measurements):
-        self.calls.append("claims")
-        return [Claim.at_least("x-large", "x", measurements["x"], config.level)]
+    def evaluate(self, config, measurements):
+        self.calls.append("evaluate")
+        return {"x-large": measurements["x"]}
 
     def figure(self, config, results, measurements, path):
         self.calls.append("figure")
@@ -185,11 +208,11 @@ class _Toy(Experiment):
 
 
 @pytest.mark.parametrize("preset, passed", [("small", True), ("paper", False)])
-def test_runner_runs_measures_claims_then_draws(tmp_path, monkeypatch, preset, passed):
+def test_runner_runs_measures_evaluates_then_draws(tmp_path, monkeypatch, preset, passed):
     toy = _Toy()
     monkeypatch.setattr(runner, "get_experiment", lambda name: toy)
     outcome = runner.run_experiment("toy", preset, out=tmp_path)
-    assert toy.calls == ["run", "measure", "claims", "figure"]
+    assert toy.calls == ["run", "measure", "evaluate", "figure"]
     assert outcome.passed is passed
     assert outcome.summary == {"x": 0.7, "array": [0, 1]}  # the measurements, JSON-safe
     assert outcome.as_json()["claims"][0]["target"] == (">= 0.5" if passed else ">= 0.9")
@@ -197,8 +220,8 @@ def test_runner_runs_measures_claims_then_draws(tmp_path, monkeypatch, preset, p
 
 def test_zero_claims_is_a_failure(tmp_path, monkeypatch):
     toy = _Toy()
-    monkeypatch.setattr(toy, "claims", lambda config, m: [])
-    monkeypatch.setattr(toy, "claim_names", lambda config: [])
+    monkeypatch.setattr(_Toy, "claims", ())
+    monkeypatch.setattr(toy, "evaluate", lambda config, m: {})
     monkeypatch.setattr(runner, "get_experiment", lambda name: toy)
     outcome = runner.run_experiment("toy", "small", out=tmp_path)
     assert outcome.passed is False and outcome.verdict == "failed"
@@ -206,13 +229,13 @@ def test_zero_claims_is_a_failure(tmp_path, monkeypatch):
 
 def test_a_dropped_claim_fails_and_says_so(tmp_path, monkeypatch):
     toy = _Toy()
-    monkeypatch.setattr(toy, "claim_names", lambda config: ["x-large", "y-small"])
+    monkeypatch.setattr(_Toy, "claims", (X_LARGE, Y_SMALL))
     monkeypatch.setattr(runner, "get_experiment", lambda name: toy)
     outcome = runner.run_experiment("toy", "small", out=tmp_path)
     assert [c.name for c in outcome.claims] == ["x-large", "y-small"]
     assert outcome.claims[1].passed is False and "dropped" in outcome.claims[1].statement
     assert outcome.verdict == "failed"
-    monkeypatch.setattr(toy, "claim_names", lambda config: [])
+    monkeypatch.setattr(_Toy, "claims", ())
     with pytest.raises(ValueError, match="not declared"):
         runner.run_experiment("toy", "small", out=tmp_path)
 
@@ -249,7 +272,7 @@ def test_json_safe_writes_an_interval_as_its_fields():
 def test_a_non_finite_seed_makes_the_bootstrap_interval_nan():
     ci = bootstrap_ci([np.array([1.0, 2.0]), np.array([1.0, math.inf])], lambda a, b: 0.0)
     assert math.isnan(ci.value) and math.isnan(ci.low) and ci.n_seeds == 2
-    assert not Claim.at_most("c", "s", ci, 1.0).passed
+    assert not judge(at_most(1.0), ci).passed
 
 
 def test_worst_picks_the_cell_nearest_to_failing():

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from attndyn.experiments.langevin.plateau import orbit_tolerance, spectrum
+from attndyn.experiments.langevin.plateau_common import orbit_tolerance, spectrum
 from attndyn.models import langevin as L
 from attndyn.models.langevin import stationary as S
 from attndyn.models.langevin.model import (

@@ -53,22 +53,13 @@ from attndyn.core.serial import json_safe
 __all__ = ["Check", "Claim", "Control", "Experiment", "ExperimentConfig", "RunContext"]
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class Control:
     """A negative control: config ``overrides`` that make the model, scaling or theory wrong;
     ``reason`` says how. The claims it must fail name it in their declaration."""
 
     overrides: dict[str, Any]
     reason: str
-    fails: tuple[str, ...] = ()
-
-    def __init__(self, overrides: dict[str, Any], *rest: Any) -> None:
-        # ``Control(overrides, reason)``; the form ``Control(overrides, fails, reason)`` of
-        # experiments that list the failing claims here is read until all declare them
-        fails, reason = ((), rest[0]) if len(rest) == 1 else (tuple(rest[0]), rest[1])
-        object.__setattr__(self, "overrides", dict(overrides))
-        object.__setattr__(self, "reason", reason)
-        object.__setattr__(self, "fails", fails)
 
 
 @dataclass
@@ -123,12 +114,6 @@ class Experiment:
     deterministic: ClassVar[bool] = False
     notes: ClassVar[str] = ""
 
-    @property
-    def declared(self) -> bool:
-        """Whether the claims are declared (:class:`ClaimSpec`); else the experiment returns its
-        :class:`Claim` s itself from ``claims(config, measurements)`` (the older form)."""
-        return isinstance(type(self).__dict__.get("claims", ()), tuple | list)
-
     def declared_claims(self, config: ExperimentConfig) -> Declared:
         """The claims this experiment makes at ``config``, in declaration order."""
         return Declared.at(type(self).claims, config)
@@ -139,22 +124,11 @@ class Experiment:
 
     def must_fail(self, control: str, config: ExperimentConfig) -> tuple[str, ...]:
         """The claims made at ``config`` that the negative ``control`` must fail."""
-        if self.declared:
-            return tuple(self.declared_claims(config).failing_under(control))
-        names = self.claim_names(config)
-        return tuple(c for c in self.controls[control].fails if c in names)
+        return tuple(self.declared_claims(config).failing_under(control))
 
     def judged(self, config: ExperimentConfig, measurements: dict[str, Any]) -> list[Claim]:
         """Every claim made at ``config`` with its verdict on ``measurements``."""
-        if self.declared:
-            return self.declared_claims(config).judge(config, self.evaluate(config, measurements))
-        claims = self.claims(config, measurements)  # the older form
-        declared = self.claim_names(config)
-        by_name = {c.name: c for c in claims}
-        extra = sorted(set(by_name) - set(declared))
-        if extra or len(by_name) != len(claims):
-            raise ValueError(f"claims {extra or 'with repeated names'} are not declared")
-        return [by_name.get(n) or Claim.dropped(n) for n in declared]
+        return self.declared_claims(config).judge(config, self.evaluate(config, measurements))
 
     def preconditions(self, config: ExperimentConfig, measurements: dict[str, Any]) -> list[Check]:
         """Conditions under which the claims are meaningful; an unmet one makes the outcome

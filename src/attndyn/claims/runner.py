@@ -104,7 +104,7 @@ def experiment_config(
             )
         layers.append(exp.controls[control].overrides)
     config = validate_experiment(exp.Config, merge_overrides(*layers))
-    needed = max((c.seeds for c in type(exp).claims), default=1) if exp.declared else 1
+    needed = max((c.seeds for c in type(exp).claims), default=1)
     seeds = getattr(config, "seeds", None)
     if seeds is not None and seeds < needed:
         raise InputError(

@@ -84,13 +84,24 @@ class Target:
     def judge(self, name: str, statement: str, config: Any, evidence: Evidence) -> Claim:
         """The verdict on ``evidence`` (the value and its extra checks)."""
         args = self.resolve(config, evidence.bounds)
-        checks = evidence.checks
-        value = evidence.value
+        value, checks = evidence.value, evidence.checks
         if self.op == "within":
-            return Claim.within(name, statement, value, args[0], args[1], self.relative, *checks)
-        if self.op == "between":
-            return Claim.between(name, statement, value, args[0], args[1], self.open_low, *checks)
-        return Claim.compare(self.op, name, statement, value, args[0], checks)
+            target, tol = args
+            text = f"{target:g} ± {tol:.0%}" if self.relative else f"{target:g} ± {tol:g}"
+
+            def ok(v: float) -> bool:
+                return bool((abs(v / target - 1) if self.relative else abs(v - target)) <= tol)
+
+        elif self.op == "between":
+            low, high = args
+            text = f"in {'(' if self.open_low else '['}{low:.3g}, {high:.3g}]"
+
+            def ok(v: float) -> bool:
+                return bool((v > low if self.open_low else v >= low) and v <= high)
+
+        else:
+            return Claim.compare(self.op, name, statement, value, args[0], checks)
+        return Claim.inside(name, statement, value, text, ok, checks)
 
 
 def _param_text(p: Param) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +46,11 @@ _CONSERVATIVE = {">=": "low", ">": "low", "<=": "high", "<": "high"}
 class Claim:
     """One checked statement: ``value`` measured, ``target`` in words, ``passed`` the verdict.
 
-    Build claims with the helpers (``at_least``, ``at_most``, ``above``, ``below``, ``equals``,
-    ``within``, ``between``, ``holds``): each takes the threshold once and writes ``target``.
-    ``value`` may be an :class:`Interval` (a statistic over seeds with its confidence interval):
-    the claim then passes only if the whole interval clears the threshold (``at_least``: its low
-    end; ``at_most``: its high end; ``within``/``between``: both ends), and records ``ci_low``,
+    Claims are judged from their declarations (:class:`~attndyn.claims.spec.Target`), which call
+    :meth:`compare` (``>= <= > < ==``) or :meth:`inside` (a range). ``value`` may be an
+    :class:`Interval` (a statistic over seeds with its confidence interval): the claim then
+    passes only if the whole interval clears the threshold (``>=``/``>``: its low end;
+    ``<=``/``<``: its high end; ``==`` and a range: both ends), and records ``ci_low``,
     ``ci_high`` and ``n_seeds``.
     """
 
@@ -64,7 +64,7 @@ class Claim:
     n_seeds: int | None = None
 
     @classmethod
-    def holds(cls, name: str, statement: str, value: Any, *checks: Check) -> Claim:
+    def from_checks(cls, name: str, statement: str, value: Any, checks: Sequence[Check]) -> Claim:
         """Passes when every check passes; the target is the checks' texts joined by "and"."""
         if not checks:
             raise ValueError(f"claim {name!r} states no condition")
@@ -77,7 +77,9 @@ class Claim:
         return cls(name, statement, _number(value), text, passed)
 
     @classmethod
-    def compare(cls, op, name, statement, value, threshold, also: tuple[Check, ...]) -> Claim:
+    def compare(
+        cls, op: str, name: str, statement: str, value: Any, threshold: float, also=()
+    ) -> Claim:
         """``value op threshold`` for ``op`` in ``>= <= > < ==``, an interval judged by its
         conservative end (both ends for ``==``), and every check in ``also``."""
         if isinstance(value, Interval):
@@ -90,65 +92,27 @@ class Claim:
                 f"{op} {threshold:g} ({value.level:.0%} CI)",
                 bool(all(_OPS[op](e, threshold) for e in ends)),
             )
-            return cls.holds(name, statement, value, check, *also)
-        return cls.holds(name, statement, value, Check.compare("", value, op, threshold), *also)
+        else:
+            check = Check.compare("", value, op, threshold)
+        return cls.from_checks(name, statement, value, (check, *also))
 
     @classmethod
-    def at_least(cls, name, statement, value, threshold, *also: Check) -> Claim:
-        """``value >= threshold`` (and every check in ``also``)."""
-        return cls.compare(">=", name, statement, value, threshold, also)
-
-    @classmethod
-    def at_most(cls, name, statement, value, threshold, *also: Check) -> Claim:
-        """``value <= threshold``."""
-        return cls.compare("<=", name, statement, value, threshold, also)
-
-    @classmethod
-    def above(cls, name, statement, value, threshold, *also: Check) -> Claim:
-        """``value > threshold``."""
-        return cls.compare(">", name, statement, value, threshold, also)
-
-    @classmethod
-    def below(cls, name, statement, value, threshold, *also: Check) -> Claim:
-        """``value < threshold``."""
-        return cls.compare("<", name, statement, value, threshold, also)
-
-    @classmethod
-    def equals(cls, name, statement, value, expected, *also: Check) -> Claim:
-        """``value == expected`` (exactly)."""
-        return cls.compare("==", name, statement, value, expected, also)
-
-    @classmethod
-    def within(
-        cls, name, statement, value, target: float, tol: float, relative: bool = False, *also
+    def inside(
+        cls,
+        name: str,
+        statement: str,
+        value: Any,
+        text: str,
+        ok: Callable[[float], bool],
+        also=(),
     ) -> Claim:
-        """``|value − target| <= tol`` (``relative``: ``|value/target − 1| <= tol``)."""
-        text = f"{target:g} ± {tol:.0%}" if relative else f"{target:g} ± {tol:g}"
-
-        def ok(v: float) -> bool:
-            return bool((abs(v / target - 1) if relative else abs(v - target)) <= tol)
-
+        """``ok(value)`` for a range named ``text`` (an interval: both ends), and every check in
+        ``also``."""
         if isinstance(value, Interval):
             check = Check(f"{text} ({value.level:.0%} CI)", ok(value.low) and ok(value.high))
         else:
             check = Check(text, ok(value))
-        return cls.holds(name, statement, value, check, *also)
-
-    @classmethod
-    def between(
-        cls, name, statement, value, low: float, high: float, open_low: bool = False, *also
-    ) -> Claim:
-        """``low <= value <= high`` (``open_low``: ``low < value``)."""
-
-        def ok(v: float) -> bool:
-            return bool((v > low if open_low else v >= low) and v <= high)
-
-        text = f"in {'(' if open_low else '['}{low:.3g}, {high:.3g}]"
-        if isinstance(value, Interval):
-            check = Check(f"{text} ({value.level:.0%} CI)", ok(value.low) and ok(value.high))
-        else:
-            check = Check(text, ok(value))
-        return cls.holds(name, statement, value, check, *also)
+        return cls.from_checks(name, statement, value, (check, *also))
 
     @classmethod
     def dropped(cls, name: str) -> Claim:

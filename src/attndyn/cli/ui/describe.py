@@ -215,10 +215,12 @@ def describe_experiment(name: str) -> dict[str, Any]:
     doc = sys.modules[type(exp).__module__].__doc__ or ""
     table = claims_table(name, doc)
     claims: dict[str, dict[str, Any]] = {}
-    specs = getattr(type(exp), "claims", ())
-    specs = specs if isinstance(specs, tuple | list) else ()  # the older form: a method
+    specs = type(exp).claims
+    must_fail: dict[str, dict[str, None]] = {c: {} for c in exp.controls}
     for preset in PRESETS:
         _, config = experiment_config(name, preset, {})
+        for c in exp.controls:
+            must_fail[c].update(dict.fromkeys(exp.must_fail(c, config)))
         declared = {spec.named(k): (spec, k) for spec in specs for k in spec.keys(config)}
         for claim in exp.claim_names(config):
             if claim in declared:  # declared once (attndyn.claims.spec): read the declaration
@@ -228,7 +230,12 @@ def describe_experiment(name: str) -> dict[str, Any]:
             entry = claims.setdefault(claim, {"name": claim, "presets": [], **meaning})
             entry["presets"].append(preset)
     controls = [
-        {"name": c, "overrides": ctl.overrides, "breaks": ctl.reason, "must_fail": list(ctl.fails)}
+        {
+            "name": c,
+            "overrides": ctl.overrides,
+            "breaks": ctl.reason,
+            "must_fail": list(must_fail[c]),
+        }
         for c, ctl in exp.controls.items()
     ]
     page = CLAIMS_DOCS / f"{name}.md"

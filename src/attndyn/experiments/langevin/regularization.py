@@ -1,18 +1,12 @@
-"""``langevin-regularization`` (arXiv 2605.07959, reconstruction: docs/langevin.md; digest
-checks T5, T6): without regularisation the parameters drift along the symmetry orbit, with it
-they stay bounded, and the Villani probe grows with the radius.
-
-LoRA's L̂ depends on BA only, attention's on W_Q^h (W_K^h)ᵀ only, so Itô's formula for the SDE
+"""``langevin-regularization`` (arXiv 2605.07959, reconstruction: docs/langevin.md; checks T5,
+T6). LoRA's L̂ depends on BA only, attention's on W_Q^h (W_K^h)ᵀ only, so Itô's formula for
 dΘ = −∇F dt + √s dW (Shi, Su & Jordan, arXiv 2004.06977) gives for the balance
-b = ‖A‖² − ‖B‖² (or ‖W_Q‖² − ‖W_K‖²)
+b = ‖A‖² − ‖B‖² (or ‖W_Q‖² − ‖W_K‖²; there the Itô term is 0)
 
-    db = −2λ b dt + s (rd − pr) dt + 2√s (⟨A, dW_A⟩ − ⟨B, dW_B⟩)
+    db = −2λ b dt + s (rd − pr) dt + 2√s (⟨A, dW_A⟩ − ⟨B, dW_B⟩):
 
-(attention: the Itô term is 0). At λ = 0, Var(b_t − b_0) = 4s ∫₀ᵗ E(‖A‖² + ‖B‖²) du grows at
-least linearly: an unbounded walk along the GL orbit; at λ > 0, b reverts at rate 2λ. The
-Villani probe (:mod:`attndyn.models.langevin.villani`) evaluates V_s = ‖∇F‖²/s − ΔF along rays.
-The claims, controls and presets are declared on :class:`LangevinRegularization` (the page
-docs/claims/langevin-regularization.md is generated from them).
+a walk along the GL orbit at λ = 0, mean reversion at rate 2λ at λ > 0. The Villani probe
+(:mod:`attndyn.models.langevin.villani`) evaluates V_s = ‖∇F‖²/s − ΔF along rays.
 """
 
 from __future__ import annotations
@@ -23,21 +17,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    Interval,
-    RunContext,
-    at_least,
-    at_most,
-    bootstrap_ci,
-    claim,
-    variant,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import Evidence, at_least, at_most, claim
+from attndyn.claims.stats import Interval, bootstrap_ci
+from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.langevin.config import LangevinConfig
@@ -132,43 +116,29 @@ def probe_slope(V: np.ndarray, radii: np.ndarray) -> float:
 def ito_variance(traj, model: str, s: float) -> np.ndarray:
     """4s ∫₀ᵗ E(‖A‖² + ‖B‖²) du (trapezoid over the records): Itô's Var(b_t − b_0) at λ = 0."""
     if model == "lora":
-        pair = traj["sq_norm"].values
+        m = traj["sq_norm"].values.mean(axis=0)
     else:
-        pair = traj["norm_Q"].values ** 2 + traj["norm_K"].values ** 2
-    m = pair.mean(axis=0)
+        m = (traj["norm_Q"].values ** 2 + traj["norm_K"].values ** 2).mean(axis=0)
     t = traj["time"].values
     return 4 * s * np.concatenate([[0.0], np.cumsum(np.diff(t) * (m[1:] + m[:-1]) / 2)])
 
 
 NOTES = """\
-**What is tested.** At λ = 0 the balance's drift is deterministic, so Var(b_t − b_0) =
-4s ∫₀ᵗ E(‖A‖² + ‖B‖²) du: an unbounded random walk along the GL orbit, whose variance grows at
-least linearly (faster, as the norms themselves grow by ≈ s·p per unit time). The Itô variance
-is drawn in the figure and printed in the claim (its ratio to the measured variance is
-`ito_ratio_final` in the summary); it is a property of the SDE, not a claim. The Villani probe
-evaluates condition (iii), V_s → +∞, at θ = R·u; Hutchinson's estimator (Hessian-vector products
-by a jvp of the gradient) is tested against the exact Hessian trace in
-tests/test_langevin_villani.py. At λ > 0 the regulariser gives V_s ≈ λ²R²/s − λp + (loss terms).
-Precondition: no chain diverged.
+**What is tested.** At λ = 0, Var(b_t − b_0) = 4s ∫₀ᵗ E(‖A‖² + ‖B‖²) du grows at least linearly
+(faster, as the norms grow by ≈ s·p per unit time); this Itô variance is drawn in the figure
+(`ito_ratio_final` in the summary: 1.13 LoRA, 1.26 attention at small, within the estimate's
+error at 64 chains plus EM's O(h) terms; not claimed). The Villani probe evaluates condition
+(iii), V_s → +∞, at θ = R·u; Hutchinson's estimator is tested against the exact Hessian trace in
+tests/test_langevin_villani.py. At λ > 0, V_s ≈ λ²R²/s − λp + (loss terms). Precondition: no
+chain diverged.
 
-**Why `no-regularisation` fails only the LoRA probe.** At λ = 0, along a ray the
-pre-activations x(W₀ + R²B_uA_u)ᵀ saturate tanh, so ∇F and ΔF → 0 and min_u V_s is O(1) and
-negative. But `attention-villani-grows` passes at λ = 0: L̂ is quadratic in W_V, so ‖∇_V L̂‖²
-grows like R² along every ray with a W_V component, and the flat GL(d_k) orbit of (W_Q, W_K) —
-the reason no Gibbs measure exists — is not a ray through the origin. A min over random rays
-cannot detect it; the probe is evidence for condition (iii), not a proof, and the walk claims
-are the test of the orbit. `softmax-only` freezes W_V so that the attention probe must fail too
-(small: minima −1.04 … −21.8, no slope).
-
-**Measured at small** (64 chains, both models; 92 s wall at load ≈ 7): `lora-walk` 1.63
-[1.28, 1.95] (final variance 403, Itô 357: ratio 1.13); `lora-bounded` −0.006 [−0.094, 0.076];
-`lora-villani-grows` 2.008 [1.998, 2.018]; `attention-walk` 1.48 [1.19, 1.85] (variance 253, Itô
-201: ratio 1.26); `attention-bounded` −0.067 [−0.186, 0.048]; `attention-villani-grows` 2.03
-[1.98, 2.03] (the Hutchinson standard error reaches 3·10⁴ at the largest attention radius, where
-min_u V_s = 2.8·10⁴ is carried by ‖∇F‖²/s). Controls: `no-regularisation` → bounded 1.63 and
-1.48 (fail), LoRA probe minima negative (fails), attention probe 2.19 [1.31, 2.81] (passes, as
-above); `regularised-walk` → walks −0.006 and −0.067 (fail). The Itô ratios above 1 are within
-the variance estimate's error at 64 chains plus the Euler–Maruyama O(h) terms; not claimed.
+**Why `no-regularisation` fails only the LoRA probe.** At λ = 0 the pre-activations
+x(W₀ + R²B_uA_u)ᵀ saturate tanh along a ray, so ∇F, ΔF → 0 and min_u V_s is O(1) and negative.
+Attention's L̂ is quadratic in W_V, so ‖∇_V L̂‖² grows like R² along every ray with a W_V
+component, and the flat GL(d_k) orbit of (W_Q, W_K) is not a ray through the origin: a min over
+random rays cannot detect it (the probe is evidence for condition (iii), not a proof; the walk
+claims test the orbit). `softmax-only` freezes W_V, so the attention probe must fail too (small:
+minima −1.04 … −21.8, no slope). Small-preset values: docs/langevin.md, "langevin-regularization".
 """
 
 
@@ -361,24 +331,18 @@ class LangevinRegularization(Experiment):
         return out
 
     def summary(self, m: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for model, r in m.items():
-            if not isinstance(r, dict):
-                out[model] = r
-                continue
-            out[model] = {
-                k: (
-                    {"value": v.value, "low": v.low, "high": v.high}
-                    if isinstance(v, Interval)
-                    else v
-                )
-                for k, v in r.items()
-                if not k.endswith(("_var", "_sq_norm")) and k != "time"
-            }
-        return json_safe(out)
+        def short(v: Any) -> Any:
+            return (
+                {"value": v.value, "low": v.low, "high": v.high} if isinstance(v, Interval) else v
+            )
+
+        def row(r: dict[str, Any]) -> dict[str, Any]:
+            drop = ("_var", "_sq_norm", "time")
+            return {k: short(v) for k, v in r.items() if not k.endswith(drop)}
+
+        return json_safe({k: row(r) if isinstance(r, dict) else r for k, r in m.items()})
 
     def figure(self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path):
-
         models = config.models
         fig, axes = new_figure(2, len(models), figsize=(5.5 * len(models), 7.5), squeeze=False)
         for j, model in enumerate(models):
@@ -388,13 +352,9 @@ class LangevinRegularization(Experiment):
             ax.plot(t[1:], r["free_var"][1:], label=f"λ = {config.lam_free:g}")
             ax.plot(t[1:], r["ito_var"][1:], "k:", label="Itô 4s∫E‖pair‖² (λ = 0)")
             ax.plot(t[1:], r["reg_var"][1:], label=f"λ = {config.lam:g}")
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("SDE time t")
-            ax.set_ylabel("Var(b_t − b_0) over chains")
             pair = "‖A‖² − ‖B‖²" if model == "lora" else "‖W_Q‖² − ‖W_K‖²"
+            ax.set(xlabel="SDE time t", ylabel="Var(b_t − b_0) over chains")
             ax.set_title(f"({'ab'[j]}) {model}: balance b = {pair}")
-            ax.legend(frameon=False, fontsize=8)
             ax = axes[1, j]
             radii = np.asarray(r["probe_radii"])
             V = results["probe"][model]["V"].values
@@ -405,11 +365,10 @@ class LangevinRegularization(Experiment):
             ax.plot(
                 radii, config.lam**2 * radii**2 / getattr(config, model).s, "k--", label="λ²R²/s"
             )
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("radius R = ‖θ‖")
-            ax.set_ylabel("V_s = ‖∇F‖²/s − ΔF  (grey: |V| per ray)")
+            ax.set(xlabel="radius R = ‖θ‖", ylabel="V_s = ‖∇F‖²/s − ΔF  (grey: |V| per ray)")
             ax.set_title(f"({'cd'[j]}) {model}: Villani probe, λ = {config.lam:g}")
+        for ax in axes.flat:
+            ax.set(xscale="log", yscale="log")
             ax.legend(frameon=False, fontsize=8)
         fig.tight_layout()
         return save_figure(fig, path)

@@ -1,18 +1,10 @@
-"""``langevin-vs-sgd`` (arXiv 2605.07959, reconstruction: docs/langevin.md; digest check T8):
-minibatch SGD at learning rate s and the SDE dΘ = −∇F dt + √s dW (Shi, Su & Jordan, arXiv
-2004.06977) reach the same plateau to leading order in s.
-
-Linearised at a minimiser θ* with Hessian H (docs/langevin.md, "SGD against the SDE"):
-
-- SDE: the stationary covariance solves HC + CH = s·I, so E F − F* ≈ ½ tr(HC) = s·p_eff/4;
-- SGD θ ← θ − s(∇F + ξ), Cov ξ = Σ_b (the minibatch gradient covariance at θ*, Σ_b = Σ₁/b for
-  b samples drawn with replacement): C = (I − sH) C (I − sH) + s²Σ_b, i.e.
-  HC + CH − sHCH = sΣ_b, so E F − F* ≈ ¼ tr(HC + CH) = (s/4) tr Σ_b + O(s²).
-
-Both plateaus tend to F* = min F as s → 0, but their O(s) coefficients agree only when
-tr Σ_b ≈ p_eff. F* and θ* by gradient descent plus Newton steps in float64; Σ̂₁ from the n
-per-sample gradients at θ*. The claims, controls and presets are declared on
-:class:`LangevinVsSGD` (the page docs/claims/langevin-vs-sgd.md is generated from them).
+"""``langevin-vs-sgd`` (arXiv 2605.07959, reconstruction: docs/langevin.md, "SGD against the
+SDE"; check T8): minibatch SGD at learning rate s and the SDE dΘ = −∇F dt + √s dW (Shi, Su &
+Jordan, arXiv 2004.06977) reach the same plateau to leading order in s. Linearised at θ* with
+Hessian H: the SDE's stationary covariance solves HC + CH = s·I, so E F − F* ≈ s·p_eff/4; SGD's
+(noise covariance Σ_b = Σ₁/b at θ*) solves HC + CH − sHCH = sΣ_b, so E F − F* ≈ (s/4) tr Σ_b +
+O(s²). F* and θ* by gradient descent plus Newton steps in float64; Σ̂₁ from the per-sample
+gradients at θ*.
 """
 
 from __future__ import annotations
@@ -23,21 +15,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    Interval,
-    RunContext,
-    between,
-    bootstrap_ci,
-    claim,
-    mean_ci,
-)
-from attndyn.claims.config import changed
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, changed
+from attndyn.claims.spec import Evidence, between, claim
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci
+from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.langevin.config import LangevinConfig
@@ -195,21 +177,17 @@ Not claimed: equality of the SGD and SDE O(s) coefficients (it fails here by des
 gap ratio is ≈ 0.05 ≈ tr Σ̂_b/p_eff, reported in the `sgd-gap-theory` statement). For LoRA at an
 adapter-free minimiser A = B = 0 SGD's noise is zero in the adapter's directions.
 
-**Controls, measured.** `fixed-s`: slopes −0.000 (the runs are one stored run per method, so the
-gaps cannot follow s); `sde-gap-theory` 4.16 and `sgd-gap-theory` 5.30 at tiny, 4.00 and 5.47 at
-small (≈ s_values[0]/s_min = 4). `sgd-lr-x4`: 5.30 [4.73, 5.88] at tiny; there the learning rate
-0.4 (from s = 0.1) diverges for some chains, so the outcome also reports the divergence
-precondition unmet; the claim it must fail is at s = 0.025 (learning rate 0.1), which does not
-diverge. `isotropic-sgd-theory`: 0.052 at tiny, 0.048 at small.
+**Controls.** `fixed-s`: the runs are one stored run per method, so the gaps cannot follow s
+(slopes 0; the theory ratios ≈ s_values[0]/s_min = 4: 4.00 and 5.47 at small). `sgd-lr-x4`: the
+learning rate 0.4 (from s = 0.1) diverges for some chains, so the divergence precondition is
+unmet too; the claim it must fail is at s = 0.025 (learning rate 0.1), which does not diverge.
+`isotropic-sgd-theory`: 0.048 at small.
 
-**Measured at small** (32 chains, 73 s wall at load ≈ 7): `sde-gap-linear` 0.995
-[0.968, 1.023]; `sgd-gap-linear` 1.19 [1.14, 1.24]; `sde-gap-theory` 1.006 [0.976, 1.035];
-`sgd-gap-theory` 1.053 [1.006, 1.099]. SDE gaps 1.599, 0.801, 0.402 against s·p_eff/4 = 1.6,
-0.8, 0.4; SGD gaps 0.0991, 0.0421, 0.0191 against (s/4) tr Σ̂_b = 0.0725, 0.0362, 0.0181 (ratios
-1.37, 1.16, 1.05: the O(s²) term, which is why SGD's slope is above 1 and why the theory claim is
-made at the smallest s). Which readings of T8 hold: both gaps are linear in s, so both plateaus
-converge to the same min F (the leading-order agreement); each O(s) coefficient matches its own
-linearised prediction; the two coefficients do **not** agree (ratio 0.047), as derived.
+**Small preset** (docs/langevin.md, "langevin-vs-sgd"): SGD's gap over (s/4) tr Σ̂_b is 1.37,
+1.16, 1.05 at s = 0.1, 0.05, 0.025 (the O(s²) term, which is why SGD's slope is above 1 and why
+the theory claim is made at the smallest s). Both gaps are linear in s, so both plateaus converge
+to the same min F; each O(s) coefficient matches its own prediction; the two do **not** agree
+(ratio 0.047), as derived.
 
 **Paper preset** (run 2026-12-02, docs/paper-presets.md): **invalid** — all 128 SGD chains at
 s = 0.1 diverged; the SGD gaps 0.090, 0.213, 0.672 at s = 0.0125, 0.025, 0.05 already grow faster
@@ -424,11 +402,9 @@ class LangevinVsSGD(Experiment):
             )
 
         out = {k: iv(v) for k, v in m.items() if k not in ("gaps", "curves")}
-        out["gaps"] = {k: iv(v) for k, v in m["gaps"].items()}
-        return json_safe(out)
+        return json_safe(out | {"gaps": {k: iv(v) for k, v in m["gaps"].items()}})
 
     def figure(self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path):
-
         fig, axes = new_figure(1, 2, figsize=(11, 4.2))
         ax = axes[0]
         for i, s in enumerate(config.s_values):
@@ -436,9 +412,7 @@ class LangevinVsSGD(Experiment):
                 t, g = m["curves"][f"{meth}:{s:g}"]
                 ax.plot(t, g, ls, color=f"C{i}", label=f"{meth.upper()} s = {s:g}")
         ax.axvline(config.burn, color="0.6", lw=0.8)
-        ax.set_yscale("log")
-        ax.set_xlabel("SDE time t (SGD: k·s)")
-        ax.set_ylabel("E F − min F")
+        ax.set(yscale="log", xlabel="SDE time t (SGD: k·s)", ylabel="E F − min F")
         ax.set_title("(a) approach to the plateau")
         ax.legend(frameon=False, fontsize=7, ncol=2)
         ax = axes[1]
@@ -454,9 +428,7 @@ class LangevinVsSGD(Experiment):
             )
         ax.plot(s, s * m["p_eff"] / 4, "k--", label="s·p_eff/4 (SDE)")
         ax.plot(s, s * m["tr_sigma_b"] / 4, "k:", label="(s/4) tr Σ̂_b (SGD)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("s (temperature / learning rate)")
+        ax.set(xscale="log", yscale="log", xlabel="s (temperature / learning rate)")
         ax.set_ylabel("plateau − min F (95% CI)")
         ax.set_title("(b) both gaps ∝ s, different coefficients")
         ax.legend(frameon=False, fontsize=8)
