@@ -45,17 +45,13 @@ class Config(ExperimentConfig):
         ["h1", "h2", "h3"], min_length=1, description="activations compared"
     )
     d: list[int] = Field([64, 128], min_length=2, description="dimensions for h1, h2 (increasing)")
-    d_h3: list[int] = Field(
-        [64, 80], min_length=2, description="dimensions for h3 (increasing; tied SGD diverges <64)"
-    )
+    d_h3: list[int] = Field([64, 80], min_length=2, description="dimensions for h3 (increasing)")
     seeds: int = Field(16, ge=2)
     lr_h3: float = Field(0.002, gt=0, description="α_d = lr_h3/(d log d) for direct h3")
     lr_h3_tied: float = Field(0.001, gt=0, description="α_d for tied h3 (G⁴ curvature)")
     t_max_h3: float = Field(0.45, gt=0, description="tied horizon for h3; direct S gets 1/4 of it")
     late_factor: float = Field(1.5, ge=1, description="second horizon = late_factor·t_max")
-    shrink_claims: list[Literal["h2", "h3"]] = Field(
-        ["h2"], description="activations with a direct-{act}-shrinks claim (resolution: notes)"
-    )
+    shrink_claims: list[Literal["h2", "h3"]] = Field(["h2"], description="direct-{}-shrinks for")
     swap: bool = Field(False, description="control: the tied arm runs direct S and vice versa")
 
 
@@ -113,18 +109,17 @@ def _worst(cells: dict[str, Interval], end: str) -> Evidence:
 
 
 NOTES = """\
-**One statistic, two horizons.** Every claim uses s = overlap/p₂₂ (overlap = p_12 for tied,
-Eq. 15; max(|p₊|, |p₋|) for direct S, Eq. 408; p₂₂ = q₂₂ − t₂², the overlap at full recovery)
-at t_max and `late_factor`·t_max (one run recorded past t_max). Each claim takes the worse of the
-two horizons and of the dimensions, so a verdict cannot rest on where the record stops (every
-direct run peaks at its last record: with one horizon, `direct-h3-trapped` passed at t_max_h3 =
-0.3 and failed at 0.45). Precondition: no seed diverged in any run (a diverged seed is a step-size
-failure, not evidence about recovery; the verdict is then *invalid*).
+**One statistic, two horizons.** s = overlap/p₂₂, p₂₂ = q₂₂ − t₂² (the overlap at full
+recovery). Each claim takes the worse of t_max and `late_factor`·t_max (one run recorded past
+t_max) and of the dimensions, so a verdict cannot rest on where the record stops (every direct run
+peaks at its last record: with one horizon, `direct-h3-trapped` passed at t_max_h3 = 0.3 and
+failed at 0.45). A diverged seed is a step-size failure, not evidence about recovery: the verdict
+is then *invalid*.
 
 **Normalisation.** Var G = 1 for every index at the start, where the normalised Hermite
-activations are orthonormal (E h₂'(Z) = E h₃'(Z) = 0 for Z ~ N(0, 1)): the Wishart teacher
-(ρ* = 1/2) has entries of variance √(2/3)/d (q₂₂ = 1/2), the tied student W entries of variance
-(2/3)^½/d (q₁₁(0) = q₂₂, the assumption of P1 Eq. 23), the direct student i.i.d. N(0, 1/d).
+activations are orthonormal (E h₂'(Z) = E h₃'(Z) = 0 for Z ~ N(0, 1)): teacher entries of
+variance √(2/3)/d (q₂₂ = 1/2), tied W entries of variance (2/3)^½/d (q₁₁(0) = q₂₂, P1 Eq. 23),
+direct S entries i.i.d. N(0, 1/d).
 
 **h3** has its own step constants and horizon (`lr_h3`, `lr_h3_tied`, `t_max_h3`): the
 per-sample curvature grows like G⁴, SGD at lr = 0.05 diverges at d = 64, 80, and tied h3 still

@@ -48,31 +48,15 @@ class Config(ExperimentConfig):
     d: list[int] = Field([64, 128], min_length=2, description="dimensions (increasing)")
     seeds: int = Field(4, ge=2)
     t_short: float = Field(0.02, gt=0, description="short time of the N-comparison with SGD")
-    track_tol: float = Field(
-        0.05, gt=0, description="sup_t |SGD − exact| / motion of the flow allowed (Fig. 4 scale)"
-    )
-    gap_exponent: float = Field(
-        -0.5, description="largest exponent a of gap ∝ d^a (fluctuations O(√(dα_d)))"
-    )
-    theory_time_factor: float = Field(
-        1.0, gt=0, description="theory evaluated at factor·t (1: P1's clock; a control sets 2)"
-    )
+    track_tol: float = Field(0.05, gt=0, description="sup_t |SGD − exact| / motion allowed")
+    gap_exponent: float = Field(-0.5, description="largest exponent a of gap ∝ d^a")
+    theory_time_factor: float = Field(1.0, gt=0, description="theory evaluated at factor·t")
 
 
 def _relative_gap(sim, exact: list, s: int) -> float:
     """max over t₁, q₁₁ of sup_t |SGD seed s − its flow| / (range of that flow over the horizon)."""
     th = {n: exact[s][n].values for n in GAP_NAMES}
     return float(max(np.max(np.abs(sim[n].values[s] - th[n])) / np.ptp(th[n]) for n in GAP_NAMES))
-
-
-def _exponent(ds: list[int]):
-    """Least-squares slope of log(seed-mean gap) on log d, for :func:`bootstrap_ci`."""
-    logd = np.log(np.asarray(ds, float))
-
-    def stat(*groups):
-        return float(np.polyfit(logd, np.log([np.mean(g) for g in groups]), 1)[0])
-
-    return stat
 
 
 class AIMSolvable(Experiment):
@@ -93,12 +77,11 @@ class AIMSolvable(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "d = 64, 128, 4 seeds, t ≤ 0.5. d = 32 is not used: from 32 to 64 the gap falls "
-        "only like d^−0.9 (docs/aim-solvable.md), so two small d cannot resolve the exponent "
-        "from −½ honestly.",
-        "small": "d = 64, 128, 4 seeds, t ≤ 1, float64.",
-        "paper": "d = 100, 200, 400, batch 512, float32 (Fig. 4's step 0.01/512 at d = 400); "
-        "three d values fit the exponent over a factor 4.",
+        "tiny": "d = 32 is not used: from 32 to 64 the gap falls only like d^−0.9 "
+        "(docs/aim-solvable.md), so two small d cannot resolve the exponent from −½ honestly.",
+        "small": "Every claim at d = 64, 128.",
+        "paper": "Fig. 4's step 0.01/512 at d = 400; three d values fit the exponent over a "
+        "factor 4.",
     }
     controls = {
         "time-2x": Control(
@@ -178,6 +161,7 @@ class AIMSolvable(Experiment):
         sim = run["sim"]
         i = int(np.argmin(np.abs(sim.time.values - config.t_short)))
         trunc = [[float(tr[n]["t_1"][i]) for n in ORDERS] for tr in run["trunc"]]
+        logd = np.log(np.asarray(config.d, float))
         errs = np.abs(np.array(trunc) - sim["t_1"].values[:, i, None])  # e_N per seed
         return {
             "t_short": float(sim.time.values[i]),
@@ -186,7 +170,10 @@ class AIMSolvable(Experiment):
             "improve_23": mean_ci(errs[:, 1] - errs[:, 2]),
             "relative_gaps": gaps,
             "tracking": {d: mean_ci(gaps[d]) for d in config.d},
-            "gap_exponent": bootstrap_ci([gaps[d] for d in config.d], _exponent(config.d)),
+            "gap_exponent": bootstrap_ci(  # slope of log(seed-mean gap) on log d
+                [gaps[d] for d in config.d],
+                lambda *g: float(np.polyfit(logd, np.log([np.mean(x) for x in g]), 1)[0]),
+            ),
             "finite": all(np.all(np.isfinite(r["sim"]["t_1"].values)) for r in runs.values()),
         }
 
@@ -210,10 +197,8 @@ class AIMSolvable(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        runs = results["runs"]
-        d = config.d[-1]
-        run = runs[d]
-        sim = run["sim"]
+        runs, d = results["runs"], config.d[-1]
+        run, sim = runs[d], runs[d]["sim"]
         t = sim.time.values
         fig, axes = new_figure(1, 3, figsize=(13, 3.8))
         for ax, name in zip(axes[:2], ("t_1", "q_11"), strict=True):

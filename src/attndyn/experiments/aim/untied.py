@@ -26,9 +26,8 @@ class Config(ExperimentConfig):
         AIMConfig,
         "untied L = 1, product teacher U*V*ᵀ, student U, V ∈ R^{d×ρd} with N(0, 1/d) and "
         "N(0, 0.64/d) entries (t^A ≠ t^B, Assumption 4.4), γ = 0, α_d = lr/(d log d), batch-mean "
-        "SGD (η = B·α_d), log record grid; `t_max` is the slow horizon τ_max (n = τ_max d/α_d), "
-        "`teacher_mean` the m₂ of the h1 and h2-repaired teachers; each case sets `activation` "
-        "and the means",
+        "SGD (η = B·α_d), log record grid; `t_max` is the slow horizon τ_max (n = τ_max d/α_d); "
+        "each case sets `activation` and the means (notes)",
         L=1,
         param="untied",
         rho=0.5,
@@ -53,30 +52,13 @@ class Config(ExperimentConfig):
     moved: float = Field(0.3, gt=0, description="O(1) change of psym₁₂ by τ_max")
     collapse_level: float = Field(0.2, gt=0, description="psym₁₂ level defining τ_c")
     trapped: float = Field(0.05, gt=0, description="max seed-RMS |Δpsym₁₂| when trapped")
-    theory_time_factor: float = Field(
-        1.0,
-        gt=0,
-        le=1,
-        description="theory read at factor·τ_max (1: P1's slow time; a control sets ½)",
-    )
-    trapped_from: int = Field(
-        0, ge=0, description="centred cases run at d ≥ this only (tiny: d = 32 escapes the saddle)"
-    )
+    theory_time_factor: float = Field(1.0, gt=0, le=1, description="theory read at factor·τ_max")
+    trapped_from: int = Field(0, ge=0, description="centred cases run at d ≥ this only")
     collapse_axis: Literal["slow", "fast"] = Field(
-        "slow", description="axis of the collapse time: τ = nα_d/d (P1) or nα_d (a control)"
+        "slow", description="axis of τ_c: τ = nα_d/d or nα_d"
     )
-    fast_clock: Literal["fast", "slow"] = Field(
-        "fast",
-        description="clock of the fast instant n_f: t = nα_d (P1 Eq. 28) or, a control, the "
-        "slow time fast_time/d_max at every d (n_f ∝ d/α_d)",
-    )
-    init_power: float = Field(
-        0.0,
-        ge=-1,
-        le=1,
-        description="student entries N(0, d^(2·power)/d): 0 is P1's Θ(√d) Frobenius norm "
-        "(§4.1); a control sets −½",
-    )
+    fast_clock: Literal["fast", "slow"] = Field("fast", description="clock of n_f: t = nα_d or τ")
+    init_power: float = Field(0.0, ge=-1, le=1, description="student entries N(0, d^(2·power)/d)")
 
 
 def _run_changes(config: Config, case: str, d: int) -> dict[str, Any]:
@@ -132,16 +114,10 @@ escapes the saddle within τ_max). The theory is integrated from each seed's own
 Precondition: every seed finite and not diverged.
 
 **Reported, not claimed: `frozen_ratio`**, the fraction of its change by τ_max that the seed-mean
-psym₁₂ has made by the fast instant, at each d (0.25 [0.24, 0.26] at d = 64 in tiny). Until
-2026-12-02 it was the claim `fast-overlap-frozen` (≤ ½). No wrong model failed it, so by this
-project's rule it is no claim: the overlap's drift per sample is O(α_d/d) for every
-initialisation in P1's scaling (Eq. 42: rate D·Q₂·g per τ = nα_d/d, with D, Q₂, g all O(1)), so
-the fraction at t = 5 stays O(5/(dτ_max)) (≈ 0.2 at d = 64) or below. Small init lowers it (0.018
-under `small-init`); the clock control leaves it unchanged at d_max, and the same clock
-normalised at d_min (t = 5·d/d_min) still gave 0.465 [0.454, 0.476]. The one scaling that removes
-the separation, student entries N(0, 1) (`init_power=0.5`, D = Θ(d)), diverges at step 1 for the
-h2 cases at tiny, and its h1 overlap is noise-dominated (per-seed Δpsym₁₂ 1.9, −0.32, 0.15, −0.05
-at d = 32). What the paper states about the separation is tested by `fast-separation-scales`.
+psym₁₂ has made by the fast instant, at each d (0.25 [0.24, 0.26] at d = 64 in tiny; until
+2026-12-02 the claim `fast-overlap-frozen`, ≤ ½): no wrong model fails a bound on it (why, and
+what was tried: docs/aim-untied-derivation.md §8). `fast-separation-scales` tests what the paper
+states about the separation.
 
 `small-init` also fails `theory-slow` at tiny (0.015 [−0.007, 0.036]), not required of it;
 under `centred-h1`, `dichotomy-signal` stays 0 (h1-centred has signal 1 and recovers).
@@ -160,7 +136,6 @@ class AIMUntied(Experiment):
         "small": {},
         "paper": {
             "d": [400, 800],
-            "seeds": 4,
             "base.lr": 0.01 * 800 * float(np.log(800)) / 4096,
             "base.batch": 4096,
             "base.rho": 1.0,
@@ -171,10 +146,9 @@ class AIMUntied(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "d = 32, 64, 4 seeds, 32 records; the centred (trapped) case at d = 64 only "
-        "(`trapped_from=64`: at d = 32 one seed of 4 drifts to m₁ = 0.3 and its |Δpsym₁₂| "
-        "reaches 0.13).",
-        "small": "d = 64, 128, ρ = ρ* = ½, lr = 0.05, batch 128, τ_max = 0.4, 4 seeds.",
+        "tiny": "The centred (trapped) case at d = 64 only: at d = 32 one seed of 4 drifts to "
+        "m₁ = 0.3 and its |Δpsym₁₂| reaches 0.13.",
+        "small": "Every claim at d = 64, 128 with 4 seeds.",
         "paper": "Fig. 3's caption: d = 800 (with d = 400 for the collapse), lr 0.01 and batch "
         "4096 read as a batch-mean step η = 0.01, i.e. α_d = 0.01/4096 = lr_c/(d log d) with "
         'lr_c = 0.01·800·ln 800/4096 = 0.01306; "standard Gaussian initialization" read as '
