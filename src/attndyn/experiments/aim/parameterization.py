@@ -51,7 +51,9 @@ class Config(ExperimentConfig):
     lr_h3_tied: float = Field(0.001, gt=0, description="α_d for tied h3 (G⁴ curvature)")
     t_max_h3: float = Field(0.45, gt=0, description="tied horizon for h3; direct S gets 1/4 of it")
     late_factor: float = Field(1.5, ge=1, description="second horizon = late_factor·t_max")
-    shrink_claims: list[Literal["h2", "h3"]] = Field(["h2"], description="direct-{}-shrinks for")
+    shrink_claims: list[Literal["h2", "h3"]] = Field(
+        ["h2"], description="activations with a direct-{act}-shrinks claim"
+    )
     swap: bool = Field(False, description="control: the tied arm runs direct S and vice versa")
 
 

@@ -279,8 +279,7 @@ class AIMTruncation(Experiment):
         return out
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
-        ms = config.truncations
-        m_max = max(ms)
+        ms, m_max = config.truncations, max(config.truncations)
         out: dict[str, Any] = {}
         windows = {"gamma0": config.t_inside, "large": config.t_max_large}
         for key in ("gamma0", "large"):
@@ -325,8 +324,7 @@ class AIMTruncation(Experiment):
         return [Check("every SGD seed finite", m["gamma0"]["finite"] and m["large"]["finite"])]
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
-        ms = config.truncations
-        m_max = max(ms)
+        ms, m_max = config.truncations, max(config.truncations)
         g0, large = m["gamma0"], m["large"]
         errs = ", ".join(f"{g0['at_inside'][k]:.1e}" for k in ms)
         sups = ", ".join(f"{large['sup'][k]:.1e}" for k in ms)

@@ -394,8 +394,7 @@ class AIMUntied(Experiment):
         return [Check("every seed finite and not diverged", m["finite"])]
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
-        fast = m["fast"]
-        d_max = config.d[-1]
+        fast, d_max = m["fast"], config.d[-1]
         rep = fast["h2-repaired"]
         slowest = min(m["moved"].items(), key=lambda kv: kv[1].low)
         return {
