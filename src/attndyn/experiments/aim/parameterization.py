@@ -1,12 +1,6 @@
-"""``aim-parameterization`` (P1 = arXiv 2609.03858, Fig. 2, Cor. 3, Cor. 7): W-flow (tied
-S = WWᵀ) vs S-flow (direct S) from an uninformative start, activations h1, h2, h3, L = 1, inputs
-N(0, I_d).
-
-Every claim reads one statistic, s = overlap/p₂₂ with overlap = p_12 (tied, Eq. 15) or
-max(|p₊|, |p₋|) (direct, Eq. 408) and p₂₂ = q₂₂ − t₂², at two horizons (t_max and
-``late_factor``·t_max, the same runs). Both parameterisations see the same samples: tied runs to
-t (t = 4nα_d/d), direct S to t/4 (t = nα_d/d). The claims, controls and presets are declared on
-:class:`AIMParameterization` (the page docs/claims/aim-parameterization.md is generated from them).
+"""``aim-parameterization`` (P1 = arXiv 2609.03858, Fig. 2, Cor. 3, Cor. 7): the tied W-flow
+(S = WWᵀ) against the direct S-flow from an uninformative start, activations h1, h2, h3, L = 1,
+inputs N(0, I_d); every claim reads s = overlap/p₂₂ (Eqs. 15, 408) at two horizons.
 """
 
 from __future__ import annotations
@@ -17,23 +11,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    Interval,
-    RunContext,
-    at_least,
-    at_most,
-    below,
-    bootstrap_ci,
-    claim,
-    mean_ci,
-    worst,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig
+from attndyn.claims.spec import Evidence, at_least, at_most, below, claim
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.claims.verdict import Check
 from attndyn.figures.draw import dropped_note, new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
 
@@ -63,16 +45,14 @@ class Config(ExperimentConfig):
         ["h1", "h2", "h3"], min_length=1, description="activations compared"
     )
     d: list[int] = Field([64, 128], min_length=2, description="dimensions for h1, h2 (increasing)")
-    d_h3: list[int] = Field(
-        [64, 80], min_length=2, description="dimensions for h3 (increasing; tied SGD diverges <64)"
-    )
+    d_h3: list[int] = Field([64, 80], min_length=2, description="dimensions for h3 (increasing)")
     seeds: int = Field(16, ge=2)
     lr_h3: float = Field(0.002, gt=0, description="α_d = lr_h3/(d log d) for direct h3")
     lr_h3_tied: float = Field(0.001, gt=0, description="α_d for tied h3 (G⁴ curvature)")
     t_max_h3: float = Field(0.45, gt=0, description="tied horizon for h3; direct S gets 1/4 of it")
     late_factor: float = Field(1.5, ge=1, description="second horizon = late_factor·t_max")
     shrink_claims: list[Literal["h2", "h3"]] = Field(
-        ["h2"], description="activations with a direct-{act}-shrinks claim (resolution: notes)"
+        ["h2"], description="activations with a direct-{act}-shrinks claim"
     )
     swap: bool = Field(False, description="control: the tied arm runs direct S and vice versa")
 
@@ -110,19 +90,18 @@ def _run_changes(config: Config, arm: str, act: str, d: int) -> dict[str, Any]:
 def overlap_ratio(traj, horizon: float) -> np.ndarray:
     """Per seed: s = overlap/p₂₂ at the record nearest ``horizon`` (a fraction of the run's
     horizon); NaN for a diverged seed."""
+    time = traj["time"].values
+    i = int(np.argmin(np.abs(time - horizon * time[-1])))
+    return np.where(traj["diverged"].values, np.nan, _signal(traj).values[:, i])
+
+
+def _signal(traj):
+    """s = overlap/p₂₂ of every seed and record (overlap by the run's ``param``)."""
     from attndyn.core.trajectory import config_of
     from attndyn.models.aim.theory.recovery import recovery_signal
 
-    param = config_of(traj)["param"]
     p22 = float(traj["p_22"].isel(time=0).mean("seed"))
-    signal = recovery_signal(traj, kind=param).values / p22
-    time = traj["time"].values
-    i = int(np.argmin(np.abs(time - horizon * time[-1])))
-    return np.where(traj["diverged"].values, np.nan, signal[:, i])
-
-
-def _horizons(config: Config) -> list[float]:
-    return [1.0 / config.late_factor, 1.0] if config.late_factor > 1 else [1.0]
+    return recovery_signal(traj, kind=config_of(traj)["param"]) / p22
 
 
 def _worst(cells: dict[str, Interval], end: str) -> Evidence:
@@ -131,29 +110,24 @@ def _worst(cells: dict[str, Interval], end: str) -> Evidence:
     return Evidence(cells[key], detail=f"worst cell {key}")
 
 
-def _asdict(i: Interval) -> dict[str, float]:
-    return {"value": i.value, "low": i.low, "high": i.high, "n_seeds": i.n_seeds}
-
-
 NOTES = """\
-**One statistic, two horizons.** Every claim uses s = overlap/p₂₂ (overlap = p_12 for tied,
-Eq. 15; max(|p₊|, |p₋|) for direct S, Eq. 408; p₂₂ = q₂₂ − t₂², the overlap at full recovery)
-at t_max and `late_factor`·t_max (one run recorded past t_max). Each claim takes the worse of the
-two horizons and of the dimensions, so a verdict cannot rest on where the record stops (every
-direct run peaks at its last record: with one horizon, `direct-h3-trapped` passed at t_max_h3 =
-0.3 and failed at 0.45). Precondition: no seed diverged in any run (a diverged seed is a step-size
-failure, not evidence about recovery; the verdict is then *invalid*).
+**One statistic, two horizons.** s = overlap/p₂₂, p₂₂ = q₂₂ − t₂² (the overlap at full
+recovery). Each claim takes the worse of t_max and `late_factor`·t_max (one run recorded past
+t_max) and of the dimensions, so a verdict cannot rest on where the record stops (every direct run
+peaks at its last record: with one horizon, `direct-h3-trapped` passed at t_max_h3 = 0.3 and
+failed at 0.45). A diverged seed is a step-size failure, not evidence about recovery: the verdict
+is then *invalid*.
 
 **Normalisation.** Var G = 1 for every index at the start, where the normalised Hermite
-activations are orthonormal (E h₂'(Z) = E h₃'(Z) = 0 for Z ~ N(0, 1)): the Wishart teacher
-(ρ* = 1/2) has entries of variance √(2/3)/d (q₂₂ = 1/2), the tied student W entries of variance
-(2/3)^½/d (q₁₁(0) = q₂₂, the assumption of P1 Eq. 23), the direct student i.i.d. N(0, 1/d).
+activations are orthonormal (E h₂'(Z) = E h₃'(Z) = 0 for Z ~ N(0, 1)): teacher entries of
+variance √(2/3)/d (q₂₂ = 1/2), tied W entries of variance (2/3)^½/d (q₁₁(0) = q₂₂, P1 Eq. 23),
+direct S entries i.i.d. N(0, 1/d).
 
-**h3.** Smaller step constants (direct 0.002, tied 0.001) at d = 64, 80 and its own horizon
-t_max_h3 = 0.45: the per-sample curvature grows like G⁴, SGD at lr = 0.05 diverges at these d,
-and tied h3 still diverges at d ≤ 48 (1 of 16 seeds at lr 0.001, 6 of 16 at 0.002). Tied h3's
-Eq. 17 slope at this normalisation is small (Γ_12 = −1/3 at q₁₂ = t₁t₂ = 1/6), so at t = 0.3
-tied h3 at d = 80 had only s = 0.278 [0.201, 0.355]; at 0.45 it has 0.546.
+**h3** has its own step constants and horizon (`lr_h3`, `lr_h3_tied`, `t_max_h3`): the
+per-sample curvature grows like G⁴, SGD at lr = 0.05 diverges at d = 64, 80, and tied h3 still
+diverges at d ≤ 48 (1 of 16 seeds at lr 0.001, 6 of 16 at 0.002). Tied h3's Eq. 17 slope is small
+here (Γ_12 = −1/3 at q₁₂ = t₁t₂ = 1/6): at t = 0.3 tied h3 at d = 80 had only s = 0.278 [0.201,
+0.355]; at 0.45 it has 0.546.
 
 **Removed claims.** `ode-invariant-manifold` and `ode-h1-leaves-manifold` (the direct-S ODE from
 {t₁ = 0, Ψ₁₂ = Ω₁₂ = 0} stays there for h2, h3 and leaves for h1) are an identity of the ODE:
@@ -186,15 +160,12 @@ class AIMParameterization(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "h2 only, d = 48, 64, 8 seeds, batch 64, t_max = 0.6 (and 0.9). It cannot resolve "
-        '"shrinks" (16 seeds at d = 48 → 64 gave the ratio 0.65 [0.39, 1.22] at t_max), so it '
-        "does not claim it.",
-        "small": "h1, h2 at d = 64, 128 (t_max = 1, lr 0.05); h3 at d = 64, 80 (t_max_h3 = 0.45, "
-        "direct lr 0.002, tied lr 0.001); 16 seeds, batch 32. No `direct-h3-shrinks`: from d = "
-        "64 to 80 the h3 overlap changes by ≈ 5–12 %, below what 16 seeds resolve; smaller d "
-        "does not stay trapped (direct h3 at d = 48 reaches √d·s = 0.92 [0.57, 1.28] at "
-        "1.5·0.45) and tied h3 diverges at d ≤ 48.",
-        "paper": "d = 100, 200, 400 for every activation, 8 seeds, both shrink claims.",
+        "tiny": 'h2 only. It cannot resolve "shrinks" (16 seeds at d = 48 → 64 gave the ratio '
+        "0.65 [0.39, 1.22] at t_max), so it does not claim it.",
+        "small": "No `direct-h3-shrinks`: from d = 64 to 80 the h3 overlap changes by ≈ 5–12 %, "
+        "below what 16 seeds resolve; smaller d does not stay trapped (direct h3 at d = 48 "
+        "reaches √d·s = 0.92 [0.57, 1.28] at 1.5·0.45) and tied h3 diverges at d ≤ 48.",
+        "paper": "d = 100, 200, 400 for every activation, both shrink claims.",
     }
     controls = {
         "param-swapped": Control(
@@ -256,50 +227,47 @@ class AIMParameterization(Experiment):
         return [Check.compare("diverged seeds, all runs", m["diverged_seeds"], "==", 0)]
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        sims = {}
-        for act in ACTIVATIONS:
-            if act not in config.activations:
-                continue
-            for arm in ("direct", "tied"):
-                for d in dims(config, act):
-                    changes = _run_changes(config, arm, act, d)
-                    sims[(arm, act, d)] = ctx.simulate("aim", config.base, **changes)
+        acts = [a for a in ACTIVATIONS if a in config.activations]
+        sims = {
+            (arm, act, d): ctx.simulate("aim", config.base, **_run_changes(config, arm, act, d))
+            for act in acts
+            for arm in ("direct", "tied")
+            for d in dims(config, act)
+        }
         return {"sims": sims}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
-        horizons = _horizons(config)
-        names = [f"{h * config.late_factor:g}·t_max" for h in horizons]
-        cells: dict[str, dict[str, Any]] = {}
+        late = config.late_factor
+        horizons = {f"{h * late:g}·t_max": h for h in ([1.0 / late, 1.0] if late > 1 else [1.0])}
+        cells: dict[str, dict[str, Interval]] = {}
         per_seed: dict[tuple, np.ndarray] = {}
         for (arm, act, d), traj in sorted(results["sims"].items()):
-            for h, hname in zip(horizons, names, strict=True):
-                s = overlap_ratio(traj, h)
-                per_seed[(arm, act, d, hname)] = s
-                cells[f"{arm} {act} d={d} {hname}"] = {
-                    "s": _asdict(mean_ci(s)),
-                    "sqrt_d_s": _asdict(mean_ci(np.sqrt(d) * s)),
+            for name, h in horizons.items():
+                s = per_seed[(arm, act, d, name)] = overlap_ratio(traj, h)
+                cells[f"{arm} {act} d={d} {name}"] = {
+                    "s": mean_ci(s),
+                    "sqrt_d_s": mean_ci(np.sqrt(d) * s),
                 }
         shrink = {}
-        for act in ("h2", "h3"):
-            if act not in config.activations:
-                continue
+        for act in _trapped_acts(config):
             lo, hi = dims(config, act)[0], dims(config, act)[-1]
-            for hname in names:
-                a, b = per_seed[("direct", act, lo, hname)], per_seed[("direct", act, hi, hname)]
-                ratio = _ratio_ci(a, b, config.seed)
-                shrink[f"{act} d={hi}/d={lo} {hname}"] = _asdict(ratio)
+            for name in horizons:
+                ab = [per_seed[("direct", act, d, name)] for d in (lo, hi)]
+                shrink[f"{act} d={hi}/d={lo} {name}"] = bootstrap_ci(
+                    ab, lambda a, b: float(np.mean(b) / np.mean(a)), seed=config.seed
+                )  # mean(b)/mean(a); NaN if a seed diverged
         diverged = sum(int(t["diverged"].sum()) for t in results["sims"].values())
-        return {"horizons": names, "cells": cells, "shrink": shrink, "diverged_seeds": diverged}
+        return dict(horizons=list(horizons), cells=cells, shrink=shrink, diverged_seeds=diverged)
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         def pick(prefixes, key):
-            return {k: Interval(**v[key]) for k, v in m["cells"].items() if k.startswith(prefixes)}
+            return {k: v[key] for k, v in m["cells"].items() if k.startswith(prefixes)}
 
         out = {}
         for act in _trapped_acts(config):
             out[f"direct-{act}-trapped"] = _worst(pick((f"direct {act} ",), "sqrt_d_s"), "high")
             if act in config.shrink_claims:
-                ratios = {k: Interval(**v) for k, v in m["shrink"].items() if k.startswith(act)}
+                ratios = {k: v for k, v in m["shrink"].items() if k.startswith(act)}
                 out[f"direct-{act}-shrinks"] = _worst(ratios, "high")
             out[f"tied-{act}-recovers"] = _worst(pick((f"tied {act} ",), "s"), "low")
         if "h1" in config.activations:
@@ -309,21 +277,14 @@ class AIMParameterization(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-
-        from attndyn.models.aim.theory.recovery import recovery_signal
-
-        sims = results["sims"]
         acts = [a for a in ACTIVATIONS if a in config.activations]
         fig, axes = new_figure(1, len(acts), figsize=(4 * len(acts), 3.6), squeeze=False)
         for ax, act in zip(axes[0], acts, strict=True):
+            d = dims(config, act)[-1]
             for arm, colour in (("tied", "C0"), ("direct", "C1")):
-                d = dims(config, act)[-1]
-                scale = d**2 * np.log(d)
-                traj = sims[(arm, act, d)]
-                n = traj["samples"].values / scale
-                p22 = float(traj["p_22"].isel(time=0).mean("seed"))
-                kind = _run_changes(config, arm, act, d)["param"]
-                s = recovery_signal(traj, kind=kind) / p22
+                traj = results["sims"][(arm, act, d)]
+                n = traj["samples"].values / (d**2 * np.log(d))
+                s = _signal(traj)
                 for seed in range(traj.sizes["seed"]):
                     ax.plot(n, s.isel(seed=seed), color=colour, alpha=0.25, lw=0.8)
                 label = f"{arm}, d = {d}{dropped_note(traj)}"  # the mean of finite seeds
@@ -331,13 +292,6 @@ class AIMParameterization(Experiment):
             ax.axhline(RECOVERED, color="0.4", lw=0.8, ls="--")
             ax.axhline(TRAPPED / np.sqrt(d), color="0.4", lw=0.8, ls=":")  # direct's largest d
             ax.axvline(n[-1] / config.late_factor, color="0.6", lw=0.6)
-            ax.set_title(act)
-            ax.set_xlabel("samples n / (d² log d)")
-            ax.set_ylabel("overlap / p₂₂")
+            ax.set(title=act, xlabel="samples n / (d² log d)", ylabel="overlap / p₂₂")
         axes[0][0].legend(frameon=False, title="thin: single seeds; thick: mean", title_fontsize=8)
         return save_figure(fig, path)
-
-
-def _ratio_ci(a: np.ndarray, b: np.ndarray, seed: int) -> Interval:
-    """mean(b)/mean(a) with its bootstrap CI over seeds (NaN if a seed diverged)."""
-    return bootstrap_ci([a, b], lambda x, y: float(np.mean(y) / np.mean(x)), seed=seed)

@@ -1,38 +1,22 @@
-"""``aim-recovery-scaling`` (P1 = arXiv 2609.03858 §3.3, Eqs. 17–21, Cor. 3; proof App. D.4):
-weak recovery of tied AIM (S = WWᵀ) from an uninformative start takes
-T₋d/(4α_d) < N_wr ≤ T₊d/(4α_d) samples (Eq. 20), i.e. N_wr = Θ(d² log d) at α_d = c/(d log d)
-(Eq. 21), and p_12 = q_12 − t_1 t_2 leaves 0 with the slope of Eq. 17,
-dp̄_12/dt|₀ = −2 Γ_12(q̄(0)) t̄_1(0) p̄_22 (t = 4nα_d/d).
-
-The claims, controls and presets are declared on :class:`AIMRecoveryScaling` (the page
-docs/claims/aim-recovery-scaling.md is generated from them); what the fits can distinguish and
-the rate sweep's measurements: docs/aim-recovery-scaling.md.
+"""``aim-recovery-scaling`` (P1 = arXiv 2609.03858 §3.3, Eqs. 17–21, Cor. 3; App. D.4): weak
+recovery of the tied AIM (S = WWᵀ) from an uninformative start takes N_wr = Θ(d/α_d) samples
+(Eq. 20), Θ(d² log d) at α_d = c/(d log d) (Eq. 21), and p_12 = q_12 − t_1 t_2 leaves 0 with the
+slope dp̄_12/dt|₀ = −2 Γ_12(q̄(0)) t̄_1(0) p̄_22 of Eq. 17 (t = 4nα_d/d).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import Field
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    Interval,
-    RunContext,
-    at_most,
-    between,
-    bootstrap_ci,
-    claim,
-    variant,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import Evidence, at_most, between, claim
+from attndyn.claims.stats import bootstrap_ci
+from attndyn.claims.verdict import Check
 from attndyn.figures.draw import colour_cycle, new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
 
@@ -73,41 +57,40 @@ class Config(ExperimentConfig):
     sweep_batch: int = Field(1, ge=1, description="batch of the sweep runs (1: online SGD, Eq. 7)")
 
 
-def _potential(config: Config):
-    from attndyn.models.aim.theory.potential import potential_for
+def _crossing(traj, threshold: float) -> tuple[np.ndarray, float]:
+    """Per-seed N_wr (|p_12| first reaches ``threshold``, Eq. 18) and the seed-mean crossing time
+    t* on the run's time axis."""
+    from attndyn.models.aim.theory.recovery import n_wr
 
-    return potential_for(variant(config.base, d=config.d[0]))
+    n = n_wr(traj, threshold, kind="tied")
+    return n, float(np.mean(n) * float(traj["time"].values[-1] / traj["samples"].values[-1]))
 
 
-def power_fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Least-squares slope of y on x and the residual sum of squares."""
-    slope, intercept = np.polyfit(x, y, 1)
-    return float(slope), float(np.sum((y - slope * x - intercept) ** 2))
+def _slope(x: np.ndarray, y: np.ndarray) -> float:
+    """Least-squares slope of y on x."""
+    return float(np.polyfit(x, y, 1)[0])
 
 
 def exponent(ds, *groups) -> float:
     """κ in N̄_wr/log d ∝ d^κ (N̄ the seed mean per d)."""
     ds = np.asarray(ds, float)
     n = np.array([np.mean(g) for g in groups])
-    return power_fit(np.log(ds), np.log(n / np.log(ds)))[0]
+    return _slope(np.log(ds), np.log(n / np.log(ds)))
 
 
 def log_power(ds, *groups) -> float:
     """k in N̄_wr ∝ d² (log d)^k."""
     ds = np.asarray(ds, float)
     n = np.array([np.mean(g) for g in groups])
-    return power_fit(np.log(np.log(ds)), np.log(n) - 2 * np.log(ds))[0]
+    return _slope(np.log(np.log(ds)), np.log(n) - 2 * np.log(ds))
 
 
 def hypothesis_rss(ds, n_mean) -> dict[str, float]:
     """RSS of log N̄_wr − log f(d) = const for f = d² (log d)^k, k = 0, 1, 2."""
     ds = np.asarray(ds, float)
     y = np.log(np.asarray(n_mean, float)) - 2 * np.log(ds)
-    out = {}
-    for name, k in HYPOTHESES.items():
-        r = y - k * np.log(np.log(ds))
-        out[name] = float(np.sum((r - r.mean()) ** 2))
-    return out
+    r = {name: y - k * np.log(np.log(ds)) for name, k in HYPOTHESES.items()}
+    return {name: float(np.sum((v - v.mean()) ** 2)) for name, v in r.items()}
 
 
 NOTES = """\
@@ -143,15 +126,14 @@ class AIMRecoveryScaling(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "d = 32, 64; 12 seeds; t ≤ 0.45. Two dimensions resolve the exponent to ±0.25 "
-        "(enough to reject N ∝ d and N ∝ d³), not the log power: from d = 32 to 64, log d grows "
-        "by 20 % and t* itself moves by 9 % (finite d), so k is not claimed.",
-        "small": "d = 32, 64, 128; 24 seeds; batch 32; t ≤ 0.6: all three claims. It tells "
-        'd² log d from d² and d² log² d only as "t* is d-independent within (log d)^±½". '
-        "The slope claim's CI ended at 0.099 when measured: another seed draw can fail it.",
-        "paper": "d = 64, 128, 256, 512; 16 seeds; batch 256; t ≤ 0.5 (cost ∝ d⁴ log d, ≈ 36 "
-        "min on two cores) plus the rate sweep c' = 0.5 … 16 on a √2 grid at batch 1 (≈ 1.5 h "
-        "more).",
+        "tiny": "Two dimensions resolve the exponent to ±0.25 (enough to reject N ∝ d and N ∝ "
+        "d³), not the log power: from d = 32 to 64, log d grows by 20 % and t* itself moves by "
+        "9 % (finite d), so k is not claimed.",
+        "small": 'All three claims. It tells d² log d from d² and d² log² d only as "t* is '
+        "d-independent within (log d)^±½\". The slope claim's CI ended at 0.099 when measured: "
+        "another seed draw can fail it.",
+        "paper": "Cost ∝ d⁴ log d, ≈ 36 min on two cores, plus the rate sweep (c' on a √2 grid at "
+        "batch 1, ≈ 1.5 h more).",
     }
     controls = {
         "rate-fixed": Control(
@@ -230,57 +212,45 @@ class AIMRecoveryScaling(Experiment):
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         from attndyn.models.aim.theory import recovery as R
+        from attndyn.models.aim.theory.potential import potential_for
 
-        potential = _potential(config)
-        per_d = []
-        slope_ratios = []
+        potential = potential_for(variant(config.base, d=config.d[0]))
+        rows, slope_ratios = [], []
         for d, traj in results["sims"].items():
-            n = R.n_wr(traj, config.threshold, kind="tied")
-            time_per_sample = float(traj["time"].values[-1] / traj["samples"].values[-1])
-            preds = np.array(
-                [
-                    R.tied_slope_prediction(
-                        potential, {k: float(traj[k].isel(seed=s, time=0)) for k in INITIAL_NAMES}
-                    )["slope_eq17"]
-                    for s in range(traj.sizes["seed"])
-                ]
-            )
+            n, t_cross = _crossing(traj, config.threshold)
+            initial = [
+                {k: float(traj[k].isel(seed=s, time=0)) for k in INITIAL_NAMES}
+                for s in range(traj.sizes["seed"])
+            ]
+            preds = np.array([R.tied_slope_prediction(potential, q)["slope_eq17"] for q in initial])
             axis = traj.assign_coords(time=traj["time"] * (config.time_factor / 4.0))
             slope = R.measured_initial_slope(
                 axis, "p_12", window=config.slope_window, degree=config.slope_degree
             )
-            ratio = np.asarray(slope["per_seed"]) / preds
-            slope_ratios.append(ratio)
-            per_d.append(
+            slope_ratios.append(np.asarray(slope["per_seed"]) / preds)
+            rows.append(
                 {
                     "n_wr_per_seed": [float(v) for v in n],
                     "n_wr": float(np.mean(n)),
                     "crossed": int(np.isfinite(n).sum()),
-                    "t_cross": float(np.mean(n) * time_per_sample),
+                    "t_cross": t_cross,
                     "n_wr_over_d2logd": float(np.mean(n) / (d**2 * np.log(d))),
                     "slope_measured": slope["mean"],
                     "slope_sem": slope["sem"],
                     "slope_eq17": float(np.mean(preds)),
-                    "slope_ratio": float(np.mean(ratio)),
+                    "slope_ratio": float(np.mean(slope_ratios[-1])),
                     "diverged": int(traj["diverged"].sum()),
                 }
             )
         m: dict[str, Any] = {"d": list(config.d), "threshold": config.threshold}
-        for key in per_d[0]:
-            m[key] = [row[key] for row in per_d]
+        m.update({key: [row[key] for row in rows] for key in rows[0]})
         groups = [np.asarray(n, float) for n in m["n_wr_per_seed"]]
         ds = list(config.d)
-        m["exponent"] = asdict(bootstrap_ci(groups, lambda *g: exponent(ds, *g), seed=config.seed))
-        m["log_power"] = asdict(
-            bootstrap_ci(groups, lambda *g: log_power(ds, *g), seed=config.seed)
-        )
+        m["exponent"] = bootstrap_ci(groups, lambda *g: exponent(ds, *g), seed=config.seed)
+        m["log_power"] = bootstrap_ci(groups, lambda *g: log_power(ds, *g), seed=config.seed)
         m["hypothesis_rss"] = hypothesis_rss(ds, m["n_wr"])
-        m["slope_deviation"] = asdict(
-            bootstrap_ci(
-                slope_ratios,
-                lambda *g: max(abs(float(np.mean(r)) - 1.0) for r in g),
-                seed=config.seed,
-            )
+        m["slope_deviation"] = bootstrap_ci(
+            slope_ratios, lambda *g: max(abs(float(np.mean(r)) - 1.0) for r in g), seed=config.seed
         )
         if config.lr_sweep:
             m["sweep"] = _sweep(config, results["sweep"])
@@ -288,27 +258,24 @@ class AIMRecoveryScaling(Experiment):
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         rss = m["hypothesis_rss"]
-        out: dict[str, Any] = {"nwr-exponent": Interval(**m["exponent"])}
+        out: dict[str, Any] = {"nwr-exponent": m["exponent"]}
         if len(config.d) >= 3:
             out["nwr-log-power"] = Evidence(
-                Interval(**m["log_power"]),
+                m["log_power"],
                 detail=f"RSS d² {rss['d2']:.3g}, d² log d {rss['d2logd']:.3g}, "
                 f"d² log² d {rss['d2log2d']:.3g}",
             )
-        out["initial-slope-eq17"] = Interval(**m["slope_deviation"])
+        out["initial-slope-eq17"] = m["slope_deviation"]
         return out
 
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-
-        sims = results["sims"]
         fig, (ax, bx) = new_figure(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
         colours = colour_cycle()
         for i, d in enumerate(config.d):
-            traj, colour = sims[d], colours[i % len(colours)]
-            x = traj["time"].values
-            p = traj["p_12"].values
+            traj, colour = results["sims"][d], colours[i % len(colours)]
+            x, p = traj["time"].values, traj["p_12"].values
             mean, sd = p.mean(axis=0), p.std(axis=0)
             ax.fill_between(x, mean - sd, mean + sd, color=colour, alpha=0.15, lw=0)
             ax.plot(x, mean, color=colour, lw=1.8, label=f"d = {d}")
@@ -316,14 +283,12 @@ class AIMRecoveryScaling(Experiment):
         xs = np.linspace(0.0, config.base.t_max, 50)
         ax.plot(xs, m["slope_eq17"][-1] * xs, color="k", ls="--", lw=1, label="Eq. 17 line")
         ax.axhline(config.threshold, color="0.4", lw=1, label=f"threshold c = {config.threshold}")
-        ax.set_ylim(-0.05, 0.6)
-        ax.set_xlabel("t = 4nα_d/d")
-        ax.set_ylabel("p_12 = q_12 − t_1 t_2 (seed mean ± sd)")
+        ax.set(
+            ylim=(-0.05, 0.6), xlabel="t = 4nα_d/d", ylabel="p_12 = q_12 − t_1 t_2 (seed mean ± sd)"
+        )
         base = config.base
         ax.set_title(f"tied AIM, L = 1, {base.activation}, α_d = {base.lr}/(d log d)")
-        ax.legend(frameon=False, fontsize=8)
-        ds = np.array(config.d, float)
-        n = np.array(m["n_wr"])
+        ds, n = np.array(config.d, float), np.array(m["n_wr"])
         sd = [np.std(v) for v in m["n_wr_per_seed"]]
         bx.errorbar(ds, n, yerr=sd, marker="o", color="C0", capsize=3, label="N_wr (mean ± sd)")
         for (name, k), style in zip(HYPOTHESES.items(), (":", "-", "--"), strict=True):
@@ -333,11 +298,10 @@ class AIMRecoveryScaling(Experiment):
         if "sweep" in m:
             best = m["sweep"]["best_n_wr"]
             bx.plot(ds, best, marker="s", color="C3", lw=1, label="best over lr sweep")
+        bx.set(xlabel="d", ylabel=f"N_wr(c = {config.threshold})", yscale="log")
         bx.set_xscale("log", base=2)
-        bx.set_yscale("log")
-        bx.set_xlabel("d")
-        bx.set_ylabel(f"N_wr(c = {config.threshold})")
-        bx.legend(frameon=False, fontsize=8)
+        for a in (ax, bx):
+            a.legend(frameon=False, fontsize=8)
         fig.tight_layout()
         return save_figure(fig, path)
 
@@ -347,31 +311,24 @@ def _sweep(config: Config, sims: dict[tuple[float, int], Any]) -> dict[str, Any]
     seeds; per d the stability bracket α_d·d at the largest c' with no diverged seed below the
     first c' with one, and the smallest N_wr over the rates up to that bracket (every seed
     finite and crossed), with its log power k (N ∝ d² (log d)^k)."""
-    from attndyn.models.aim.theory import recovery as R
-
     rates = sorted(config.lr_sweep)
     table: dict[str, list[list[float]]] = {"n_wr": [], "t_cross": [], "diverged": []}
     stable_ad, diverged_ad, best = [], [], []
     for d in config.d:
-        rows = {k: [] for k in table}
-        for c in rates:
-            traj = sims[(c, d)]
-            n = R.n_wr(traj, config.threshold, kind="tied")
-            per_time = float(traj["time"].values[-1] / traj["samples"].values[-1])
-            rows["n_wr"].append(float(np.mean(n)))
-            rows["t_cross"].append(float(np.mean(n) * per_time))
-            rows["diverged"].append(int(traj["diverged"].sum()))
-        for k in table:
-            table[k].append(rows[k])
-        first_bad = next((i for i, v in enumerate(rows["diverged"]) if v), len(rates))
+        crossings = [_crossing(sims[(c, d)], config.threshold) for c in rates]
+        n_wr = [float(np.mean(n)) for n, _ in crossings]
+        diverged = [int(sims[(c, d)]["diverged"].sum()) for c in rates]
+        for key, row in zip(table, (n_wr, [t for _, t in crossings], diverged), strict=True):
+            table[key].append(row)
+        first_bad = next((i for i, v in enumerate(diverged) if v), len(rates))
         ad = [c / np.log(d) for c in rates]  # α_d·d
         stable_ad.append(ad[first_bad - 1] if first_bad > 0 else float("nan"))
         diverged_ad.append(ad[first_bad] if first_bad < len(rates) else float("nan"))
-        good = [n for n in rows["n_wr"][:first_bad] if np.isfinite(n)]
+        good = [n for n in n_wr[:first_bad] if np.isfinite(n)]
         best.append(min(good) if good else float("nan"))
     ds = np.asarray(config.d, float)
     k = (
-        power_fit(np.log(np.log(ds)), np.log(best) - 2 * np.log(ds))[0]
+        _slope(np.log(np.log(ds)), np.log(best) - 2 * np.log(ds))
         if np.all(np.isfinite(best))
         else float("nan")
     )

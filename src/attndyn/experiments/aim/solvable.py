@@ -1,15 +1,6 @@
-"""``aim-solvable`` (P1 = arXiv 2609.03858, App. D.3 and Fig. 4): the exactly solvable tied AIM.
-
-One token (L = 1), a tied student S1 = W Wᵀ, a fixed teacher S2, centred forms, the loss
-(G1 − G2)² (``loss_scale="full"``), no weight decay. The potential is Φ = 2q11 + 2q22 − 4q12
-(Eq. 339), the mean flow the matrix Riccati equation dS1/dt = 2(S1S2 + S2S1) − 4S1² (Eq. 342),
-solved in closed form (Eq. 343, :func:`attndyn.models.aim.solvable.riccati_flow`); the degree-N
-truncations of the moment hierarchy are the polynomials of Eqs. 340–341
-(:func:`~attndyn.models.aim.solvable.truncation`). Fig. 4 compares SGD with N = 1, 2, 3.
-
-Every seed s is compared with the theory started from its own initial matrices (S1(0), S2) or
-moments. The claims, controls and presets are declared on :class:`AIMSolvable` (the page
-docs/claims/aim-solvable.md is generated from them).
+"""``aim-solvable`` (P1 = arXiv 2609.03858, App. D.3, Fig. 4): SGD on the tied L = 1 AIM with the
+loss (G1 − G2)² against the exact Riccati flow (Eqs. 342–343) and its degree-N truncations
+(Eqs. 340–341), each seed from its own initial matrices or moments (docs/aim-solvable.md).
 """
 
 from __future__ import annotations
@@ -20,21 +11,11 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    above,
-    below,
-    bootstrap_ci,
-    claim,
-    mean_ci,
-    variant,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import Evidence, above, below, claim
+from attndyn.claims.stats import bootstrap_ci, mean_ci
+from attndyn.claims.verdict import Check
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
 
@@ -67,34 +48,15 @@ class Config(ExperimentConfig):
     d: list[int] = Field([64, 128], min_length=2, description="dimensions (increasing)")
     seeds: int = Field(4, ge=2)
     t_short: float = Field(0.02, gt=0, description="short time of the N-comparison with SGD")
-    track_tol: float = Field(
-        0.05, gt=0, description="sup_t |SGD − exact| / motion of the flow allowed (Fig. 4 scale)"
-    )
-    gap_exponent: float = Field(
-        -0.5, description="largest exponent a of gap ∝ d^a (fluctuations O(√(dα_d)))"
-    )
-    theory_time_factor: float = Field(
-        1.0, gt=0, description="theory evaluated at factor·t (1: P1's clock; a control sets 2)"
-    )
+    track_tol: float = Field(0.05, gt=0, description="sup_t |SGD − exact| / motion allowed")
+    gap_exponent: float = Field(-0.5, description="largest exponent a of gap ∝ d^a")
+    theory_time_factor: float = Field(1.0, gt=0, description="theory evaluated at factor·t")
 
 
 def _relative_gap(sim, exact: list, s: int) -> float:
     """max over t₁, q₁₁ of sup_t |SGD seed s − its flow| / (range of that flow over the horizon)."""
-    out = []
-    for name in GAP_NAMES:
-        th = exact[s][name].values
-        out.append(np.max(np.abs(sim[name].values[s] - th)) / (np.max(th) - np.min(th)))
-    return float(max(out))
-
-
-def _exponent(ds: list[int]):
-    """Least-squares slope of log(seed-mean gap) on log d, for :func:`bootstrap_ci`."""
-    logd = np.log(np.asarray(ds, float))
-
-    def stat(*groups):
-        return float(np.polyfit(logd, np.log([np.mean(g) for g in groups]), 1)[0])
-
-    return stat
+    th = {n: exact[s][n].values for n in GAP_NAMES}
+    return float(max(np.max(np.abs(sim[n].values[s] - th[n])) / np.ptp(th[n]) for n in GAP_NAMES))
 
 
 class AIMSolvable(Experiment):
@@ -115,12 +77,11 @@ class AIMSolvable(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "d = 64, 128, 4 seeds, t ≤ 0.5. d = 32 is not used: from 32 to 64 the gap falls "
-        "only like d^−0.9 (docs/aim-solvable.md), so two small d cannot resolve the exponent "
-        "from −½ honestly.",
-        "small": "d = 64, 128, 4 seeds, t ≤ 1, float64.",
-        "paper": "d = 100, 200, 400, batch 512, float32 (Fig. 4's step 0.01/512 at d = 400); "
-        "three d values fit the exponent over a factor 4.",
+        "tiny": "d = 32 is not used: from 32 to 64 the gap falls only like d^−0.9 "
+        "(docs/aim-solvable.md), so two small d cannot resolve the exponent from −½ honestly.",
+        "small": "Every claim at d = 64, 128.",
+        "paper": "Fig. 4's step 0.01/512 at d = 400; three d values fit the exponent over a "
+        "factor 4.",
     }
     controls = {
         "time-2x": Control(
@@ -173,12 +134,7 @@ class AIMSolvable(Experiment):
     )
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        from attndyn.models.aim.solvable import (
-            initial_condition,
-            moments_of,
-            predict_from,
-            truncation,
-        )
+        from attndyn.models.aim import solvable as model
 
         f = config.theory_time_factor
         runs = {}
@@ -188,10 +144,10 @@ class AIMSolvable(Experiment):
             times = sim.time.values
             exact, trunc = [], []
             for seed in sim.seed.values:
-                S1_0, S2 = initial_condition(cfg, int(seed))
-                exact.append(predict_from(S1_0, S2, f * times).assign_coords(time=times))
-                mu0 = {k: float(v) for k, v in moments_of(S1_0, S2).items()}
-                trunc.append({n: truncation(n, mu0, f * times) for n in ORDERS})
+                S1_0, S2 = model.initial_condition(cfg, int(seed))
+                exact.append(model.predict_from(S1_0, S2, f * times).assign_coords(time=times))
+                mu0 = {k: float(v) for k, v in model.moments_of(S1_0, S2).items()}
+                trunc.append({n: model.truncation(n, mu0, f * times) for n in ORDERS})
             runs[d] = {"sim": sim, "exact": exact, "trunc": trunc}
         return {"runs": runs}
 
@@ -204,15 +160,9 @@ class AIMSolvable(Experiment):
         run = runs[config.d[-1]]
         sim = run["sim"]
         i = int(np.argmin(np.abs(sim.time.values - config.t_short)))
-        errs = np.array(
-            [
-                [
-                    abs(float(run["trunc"][s][n]["t_1"][i]) - float(sim["t_1"].values[s, i]))
-                    for n in ORDERS
-                ]
-                for s in range(config.seeds)
-            ]
-        )
+        trunc = [[float(tr[n]["t_1"][i]) for n in ORDERS] for tr in run["trunc"]]
+        logd = np.log(np.asarray(config.d, float))
+        errs = np.abs(np.array(trunc) - sim["t_1"].values[:, i, None])  # e_N per seed
         return {
             "t_short": float(sim.time.values[i]),
             "short_time_errors": errs.mean(axis=0).tolist(),
@@ -220,10 +170,11 @@ class AIMSolvable(Experiment):
             "improve_23": mean_ci(errs[:, 1] - errs[:, 2]),
             "relative_gaps": gaps,
             "tracking": {d: mean_ci(gaps[d]) for d in config.d},
-            "gap_exponent": bootstrap_ci([gaps[d] for d in config.d], _exponent(config.d)),
-            "finite": all(
-                bool(np.all(np.isfinite(runs[d]["sim"]["t_1"].values))) for d in config.d
+            "gap_exponent": bootstrap_ci(  # slope of log(seed-mean gap) on log d
+                [gaps[d] for d in config.d],
+                lambda *g: float(np.polyfit(logd, np.log([np.mean(x) for x in g]), 1)[0]),
             ),
+            "finite": all(np.all(np.isfinite(r["sim"]["t_1"].values)) for r in runs.values()),
         }
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
@@ -246,10 +197,8 @@ class AIMSolvable(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        runs = results["runs"]
-        d = config.d[-1]
-        run = runs[d]
-        sim = run["sim"]
+        runs, d = results["runs"], config.d[-1]
+        run, sim = runs[d], runs[d]["sim"]
         t = sim.time.values
         fig, axes = new_figure(1, 3, figsize=(13, 3.8))
         for ax, name in zip(axes[:2], ("t_1", "q_11"), strict=True):
@@ -262,22 +211,16 @@ class AIMSolvable(Experiment):
                 if name in run["trunc"][0][n]:
                     tr = np.mean([tt[n][name] for tt in run["trunc"]], axis=0)
                     ax.plot(t[1:], tr[1:], color=f"C{n - 1}", lw=1.2, label=f"truncation N = {n}")
-            ax.set_xscale("log")
-            ax.set_xlabel("t = 4nα_d/d")
-            ax.set_title(f"{name}, d = {d}")
-            ax.set_ylabel(f"{name} (grey: single seeds)")
             lo, hi = float(np.min(sim[name].values)), float(np.max(sim[name].values))
-            ax.set_ylim(lo - 0.3 * (hi - lo), hi + 0.3 * (hi - lo))
+            ax.set(xscale="log", xlabel="t = 4nα_d/d", ylabel=f"{name} (grey: single seeds)")
+            ax.set(title=f"{name}, d = {d}", ylim=(lo - 0.3 * (hi - lo), hi + 0.3 * (hi - lo)))
         axes[0].legend(frameon=False, fontsize=8)
-        ax = axes[2]
         for dd in config.d:
             r = runs[dd]
             exact = np.mean([e["q_11"].values for e in r["exact"]], axis=0)
             gap = np.abs(r["sim"]["q_11"].mean("seed").values - exact)
-            ax.plot(r["sim"].time.values, gap, label=f"d = {dd}")
-        ax.set_yscale("log")
-        ax.set_xlabel("t")
-        ax.set_title("|SGD − exact| for q_11 (seed means)")
-        ax.set_ylabel("|q_11 SGD − q_11 exact|")
-        ax.legend(frameon=False)
+            axes[2].plot(r["sim"].time.values, gap, label=f"d = {dd}")
+        axes[2].set(yscale="log", xlabel="t", ylabel="|q_11 SGD − q_11 exact|")
+        axes[2].set_title("|SGD − exact| for q_11 (seed means)")
+        axes[2].legend(frameon=False)
         return save_figure(fig, path)

@@ -1,16 +1,7 @@
-"""``aim-truncation`` (P1 = arXiv 2609.03858, Fig. 1; Eq. 11, Eq. 13, Cor. 2): online SGD against
-degree-M truncations of the tied moment hierarchy, with the matrix-level flow as the reference.
-
-Setting (Fig. 1 caption): tied S = WWᵀ, L = 2 tokens, row-wise softmax output, MSE loss
-½‖softmax(G1) − softmax(G2)‖² (our reading, docs/aim.md), Wishart teacher. The truncation
-(Eq. 13) evolves the moments μ_α of degree |α| ≤ M by Eq. 11 and sets the others to zero; Cor. 2
-bounds its error geometrically in M, uniformly in time, for a weight decay γ above the threshold
-γ* of Eq. 321. At γ = 0 (the figure's setting) it converges in M only within a finite time radius
-(docs/aim-solvable.md), so the claims are stated where they hold and the experiment measures
-where they stop. Errors are max over t₁, q₁₁, q₁₂ of |truncation − reference|; the theory runs
-on a fine log grid and is interpolated to the SGD record times. The claims, controls and presets
-are declared on :class:`AIMTruncation` (the page docs/claims/aim-truncation.md is generated from
-them).
+"""``aim-truncation`` (P1 = arXiv 2609.03858, Fig. 1; Eqs. 11, 13, Cor. 2): online SGD on the tied
+AIM with L = 2 and a row-wise softmax output (loss ½‖softmax(G1) − softmax(G2)‖², our reading,
+docs/aim.md) against the degree-M truncations of the moment hierarchy (Eq. 13) and the
+matrix-level flow, at γ = 0 and at a weight decay above γ* (Eq. 321).
 """
 
 from __future__ import annotations
@@ -21,19 +12,11 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    below,
-    between,
-    claim,
-    mean_ci,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig
+from attndyn.claims.spec import Evidence, below, between, claim
+from attndyn.claims.stats import mean_ci
+from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
 from attndyn.figures.draw import get_cmap, new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
@@ -66,23 +49,13 @@ class Config(ExperimentConfig):
     t_inside: float = Field(0.3, gt=0, description="a time inside the radius at γ = 0")
     gamma_large: float = Field(8.0, gt=0, description="weight decay of the convergent regime")
     t_max_large: float = Field(2.5, gt=0, description="horizon at γ = gamma_large")
-    track_tol: float = Field(
-        0.05, gt=0, description="sup |SGD − theory| / theory's motion allowed (Fig. 1 scale)"
-    )
-    sgd_gamma_factor: float = Field(
-        1.0, gt=0, description="SGD of the large-γ regime at factor·γ (1; a control sets ½)"
-    )
-    sgd_beta_factor: float = Field(
-        1.0, gt=0, description="SGD at factor·β, the theory at β (1; a control sets 2)"
-    )
-    theory_time_factor: float = Field(
-        1.0, gt=0, description="theory read at factor·t of the SGD's time (1; a control sets 4)"
-    )
-    theory_gamma_factor: float = Field(
-        1.0, ge=0, description="theory at factor·γ, SGD at γ (1; a control sets 0)"
-    )
+    track_tol: float = Field(0.05, gt=0, description="sup |SGD − theory| / motion allowed")
+    sgd_gamma_factor: float = Field(1.0, gt=0, description="SGD at γ_large·factor")
+    sgd_beta_factor: float = Field(1.0, gt=0, description="SGD at factor·β, the theory at β")
+    theory_time_factor: float = Field(1.0, gt=0, description="theory read at factor·t")
+    theory_gamma_factor: float = Field(1.0, ge=0, description="theory at factor·γ, SGD at γ")
     err_floor: float = Field(
-        1e-6, gt=0, description="errors below this are ODE round-off (rtol 1e-8), not compared"
+        1e-6, gt=0, description="below: ODE round-off (rtol 1e-8), not compared"
     )
 
 
@@ -92,41 +65,37 @@ def _error(traj, ref) -> np.ndarray:
     return np.where(np.isfinite(err), err, np.inf)
 
 
-def _on(times: np.ndarray, theory, name: str) -> np.ndarray:
-    """The theory's ``name`` interpolated (linearly) to ``times``; NaN where it stopped."""
-    return np.interp(times, theory.time.values, theory[name].values)
-
-
 def _motion(theory) -> float:
     """The largest range over NAMES of a theory run over its whole horizon (NaN ignored)."""
     return float(max(np.nanmax(theory[n].values) - np.nanmin(theory[n].values) for n in NAMES))
 
 
-def _relative_gap(sim_values: dict, times: np.ndarray, theory, window: float, scale: float):
-    """sup_{t ≤ window} max over NAMES of |sim − theory|, over ``scale`` (the motion of the
-    figure's curves over the horizon: one scale for every name and window)."""
+def _relative_gap(sim, s: int, theory, window: float, scale: float) -> float:
+    """sup_{t ≤ window} max over NAMES of |SGD seed s − theory| (the theory interpolated linearly
+    to the SGD's record times, NaN where it stopped), over ``scale`` (the motion of the figure's
+    curves over the horizon: one scale for every name and window)."""
+    times = sim.time.values
     keep = times <= window * (1 + 1e-9)
-    gaps = [np.max(np.abs(sim_values[n][keep] - _on(times, theory, n)[keep])) for n in NAMES]
-    return float(max(gaps) / scale)
+    th = {n: np.interp(times, theory.time.values, theory[n].values) for n in NAMES}
+    return float(max(np.max(np.abs(sim[n].values[s] - th[n])[keep]) for n in NAMES) / scale)
 
 
-def _ratio(errors: list[float], degrees: list[int]) -> float:
-    """Geometric ratio r of errors ≈ A rᴹ (least-squares fit of log error on M)."""
-    e = np.asarray(errors, dtype=float)
+def _geometric(errors: dict[int, float]) -> tuple[float, bool]:
+    """Geometric ratio r of errors ≈ A rᴹ (least-squares fit of log error on M; inf if an error
+    is not finite and positive) and whether the errors decrease in M."""
+    e = np.asarray(list(errors.values()), dtype=float)
+    decreasing = bool(np.all(e[:-1] > e[1:]))
     if not np.all(np.isfinite(e)) or np.any(e <= 0):
-        return float("inf")
-    return float(np.exp(np.polyfit(np.asarray(degrees, float), np.log(e), 1)[0]))
+        return float("inf"), decreasing
+    return float(np.exp(np.polyfit(np.asarray(list(errors), float), np.log(e), 1)[0])), decreasing
 
 
 def _clock(theory, factor: float):
     """A theory run on its own clock s, relabelled to the SGD's time t = s/factor (and its radius
     estimate with it)."""
-    if factor == 1.0:
-        return theory
     out = theory.assign_coords(time=theory.time.values / factor)
-    radius = theory.attrs.get("truncation_radius")
-    if radius is not None:
-        out.attrs["truncation_radius"] = radius / factor
+    if theory.attrs.get("truncation_radius") is not None:
+        out.attrs["truncation_radius"] = theory.attrs["truncation_radius"] / factor
     return out
 
 
@@ -155,7 +124,6 @@ class AIMTruncation(Experiment):
     presets = {
         "tiny": {
             "base.d": 48,
-            "seeds": 4,
             "truncations": [2, 3, 4],
             "base.records": 24,
             "theory_records": 80,
@@ -173,13 +141,12 @@ class AIMTruncation(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "d = 48, M = 2, 3, 4, 4 seeds, theory on 80 log points with a 2¹⁰-node "
-        "quadrature (the Price form of Γ near the cone boundary uses at most as many nodes), so "
-        "the geometric ratios are over three degrees only. d = 32 was too noisy: flow-tracks-sgd "
-        "0.046 [0.027, 0.066] with 3 seeds.",
-        "small": "d = 96, M = 2..6, 4 seeds.",
-        "paper": "d = 400, lr 0.01 and batch 512 read as a batch mean (α_d = 0.01/512 per "
-        "sample, docs/aim-paper-notes.md §9), M = 2..8, t ≤ 3.",
+        "tiny": "The geometric ratios are over three degrees only; the Price form of Γ near the "
+        "cone boundary uses at most 2¹⁰ nodes too. d = 32 was too noisy: flow-tracks-sgd 0.046 "
+        "[0.027, 0.066] with 3 seeds.",
+        "small": "Every claim, ratios over M = 2..6.",
+        "paper": "lr 0.01 and batch 512 read as a batch mean (α_d = 0.01/512 per sample, "
+        "docs/aim-paper-notes.md §9).",
     }
     controls = {
         "sgd-half-gamma": Control(
@@ -188,8 +155,7 @@ class AIMTruncation(Experiment):
         ),
         "sgd-beta-2x": Control(
             {"sgd_beta_factor": 2.0},
-            "SGD trains a softmax at 2β while the theory keeps β (at γ_large the decay dominates "
-            "and the change stays within 5 %)",
+            "SGD trains a softmax at 2β while the theory keeps β",
         ),
         "theory-time-x4": Control(
             {"theory_time_factor": 4.0},
@@ -271,52 +237,37 @@ class AIMTruncation(Experiment):
     notes = NOTES
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        b = config.base
+        b, clock = config.base, config.theory_time_factor
         regimes = {"gamma0": (0.0, b.t_max), "large": (config.gamma_large, config.t_max_large)}
         out: dict[str, Any] = {}
         m_max = max(config.truncations)
-        clock = config.theory_time_factor
         theory = dict(
             seeds=1, moment_degree=3, records=config.theory_records, quad_log2=config.quad_log2
         )
 
-        def predict(gamma: float, t_max: float, **kw):
-            """The theory at decay γ to the SGD's time t_max, read on the SGD's clock."""
+        def predict(gamma: float, t_max: float, m: int | None = None, radius=False, **kw):
+            """The theory at decay γ to the SGD's time t_max, read on the SGD's clock: the
+            degree-m truncation (with the radius estimate in its attrs if ``radius``), or the
+            matrix flow (m None)."""
+            if m is not None:
+                kw.update(method="hierarchy", truncation=m, estimate_radius=radius)
             run = ctx.predict("aim", b, weight_decay=gamma, t_max=clock * t_max, **theory, **kw)
             return _clock(run, clock)
 
         for key, (gamma, t_max) in regimes.items():
             sgd_gamma = gamma * (config.sgd_gamma_factor if key == "large" else 1.0)
-            sim = ctx.simulate(
-                "aim",
-                b,
-                weight_decay=sgd_gamma,
-                beta=b.beta * config.sgd_beta_factor,
-                t_max=t_max,
-            )
+            beta = b.beta * config.sgd_beta_factor
+            sim = ctx.simulate("aim", b, weight_decay=sgd_gamma, beta=beta, t_max=t_max)
             th_gamma = gamma * config.theory_gamma_factor
             flow = predict(th_gamma, t_max, method="matrix-flow")
             # the radius estimate (attrs) for the largest M at γ = 0 only
             trunc = {
-                m: predict(
-                    th_gamma,
-                    t_max,
-                    method="hierarchy",
-                    truncation=m,
-                    estimate_radius=key == "gamma0" and m == m_max,
-                )
+                m: predict(th_gamma, t_max, m, key == "gamma0" and m == m_max)
                 for m in config.truncations
             }
             # the largest truncation from each seed's own initial moments, for that seed's SGD
             per_seed = [trunc[m_max]] + [
-                predict(
-                    th_gamma,
-                    t_max,
-                    seed=config.seed + s,
-                    method="hierarchy",
-                    truncation=m_max,
-                    estimate_radius=False,
-                )
+                predict(th_gamma, t_max, m_max, seed=config.seed + s)
                 for s in range(1, config.seeds)
             ]
             out[key] = {"sim": sim, "flow": flow, "trunc": trunc, "per_seed": per_seed}
@@ -328,79 +279,52 @@ class AIMTruncation(Experiment):
         return out
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
-        ms = config.truncations
-        m_max = max(ms)
+        ms, m_max = config.truncations, max(config.truncations)
         out: dict[str, Any] = {}
         windows = {"gamma0": config.t_inside, "large": config.t_max_large}
         for key in ("gamma0", "large"):
             r = results[key]
-            times = r["flow"].time.values
             errors = {m: _error(r["trunc"][m], r["flow"]) for m in ms}
             # a lower M beats the largest one, at an error above the round-off floor
-            beaten = np.array(
-                [
-                    errors[m_max][i] > config.err_floor
-                    and min(errors[m][i] for m in ms) < errors[m_max][i]
-                    for i in range(len(times))
-                ]
-            )
-            sim = r["sim"]
-            t_sim = sim.time.values
-            values = {n: sim[n].values for n in NAMES}
-
+            lowest = np.min([errors[m] for m in ms], axis=0)
+            beaten = (errors[m_max] > config.err_floor) & (lowest < errors[m_max])
             # scale: the motion over the horizon of the reference that spans it (the matrix flow
             # at γ = 0, where the truncation stops; the truncation itself at γ_large)
             scale = _motion(r["flow"] if key == "gamma0" else r["per_seed"][0])
-            per_seed = [
-                _relative_gap({n: values[n][s] for n in NAMES}, t_sim, th, windows[key], scale)
+            gaps = [
+                _relative_gap(r["sim"], s, th, windows[key], scale)
                 for s, th in enumerate(r["per_seed"])
             ]
             out[key] = {
-                "times": times,
+                "times": r["flow"].time.values,
                 "errors": errors,
                 "beaten": beaten,
-                "sgd_gap": mean_ci(per_seed),
-                "finite": bool(np.all(np.isfinite(values["t_1"]))),
+                "sgd_gap": mean_ci(gaps),
+                "finite": bool(np.all(np.isfinite(r["sim"]["t_1"].values))),
             }
-        g0 = out["gamma0"]
+        g0, large = out["gamma0"], out["large"]
         times = g0["times"]
         i_in = int(np.argmin(np.abs(times - config.t_inside)))
         g0["at_inside"] = {m: float(g0["errors"][m][i_in]) for m in ms}
-        g0["ratio_inside"] = _ratio([g0["at_inside"][m] for m in ms], ms)
+        large["sup"] = {m: float(np.max(large["errors"][m])) for m in ms}
+        g0["ratio_inside"], g0["decreasing"] = _geometric(g0["at_inside"])
+        large["ratio_sup"], large["decreasing"] = _geometric(large["sup"])
         lost = np.nonzero(g0["beaten"])[0]
         g0["horizon"] = float(times[lost[0]]) if len(lost) else float("inf")
         radius = results["gamma0"]["trunc"][m_max].attrs.get("truncation_radius")
         g0["radius_estimate"] = float("inf") if radius is None else float(radius)
-        large = out["large"]
-        large["sup"] = {m: float(np.max(large["errors"][m])) for m in ms}
-        large["ratio_sup"] = _ratio([large["sup"][m] for m in ms], ms)
         large["always_best"] = not bool(np.any(large["beaten"]))
-        errs = [g0["at_inside"][m] for m in ms]
-        g0["decreasing"] = all(a > b for a, b in zip(errs, errs[1:], strict=False))
-        sups = [large["sup"][m] for m in ms]
-        large["decreasing"] = all(a > b for a, b in zip(sups, sups[1:], strict=False))
         out["t_inside"] = float(times[i_in])
-        sim = results["gamma0"]["sim"]
-        out["flow_gap"] = mean_ci(
-            [
-                _relative_gap(
-                    {n: sim[n].values[s] for n in NAMES},
-                    sim.time.values,
-                    flow,
-                    config.base.t_max,
-                    _motion(flow),
-                )
-                for s, flow in enumerate(results["flows"])
-            ]
-        )
+        sim, t_max = results["gamma0"]["sim"], config.base.t_max
+        gaps = [_relative_gap(sim, s, f, t_max, _motion(f)) for s, f in enumerate(results["flows"])]
+        out["flow_gap"] = mean_ci(gaps)
         return out
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
         return [Check("every SGD seed finite", m["gamma0"]["finite"] and m["large"]["finite"])]
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
-        ms = config.truncations
-        m_max = max(ms)
+        ms, m_max = config.truncations, max(config.truncations)
         g0, large = m["gamma0"], m["large"]
         errs = ", ".join(f"{g0['at_inside'][k]:.1e}" for k in ms)
         sups = ", ".join(f"{large['sup'][k]:.1e}" for k in ms)
@@ -446,57 +370,41 @@ class AIMTruncation(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], meas: dict[str, Any], path: Path
     ) -> Path:
-
         ms = config.truncations
         cmap = get_cmap("viridis")
         colours = {m: cmap(i / max(1, len(ms) - 1)) for i, m in enumerate(ms)}
         fig, axes = new_figure(1, 3, figsize=(14, 4))
-        r = results["gamma0"]
-        ax = axes[0]
-        sim = r["sim"]
-        t = sim.time.values
-        for s in range(1, sim.sizes["seed"]):
-            ax.plot(t, sim["q_12"].isel(seed=s), color="0.75", lw=0.6)
-        ax.plot(t, sim["q_12"].isel(seed=0), color="k", lw=2, label="SGD seed 0 (others grey)")
-        ax.plot(
-            r["flow"].time,
-            r["flow"]["q_12"],
-            color="C3",
-            lw=1.5,
-            ls="--",
-            label="matrix flow, seed 0",
-        )
+        r, ax = results["gamma0"], axes[0]
+        q = r["sim"]["q_12"]
+        for s in range(1, q.sizes["seed"]):
+            ax.plot(q.time, q.isel(seed=s), color="0.75", lw=0.6)
+        ax.plot(q.time, q.isel(seed=0), color="k", lw=2, label="SGD seed 0 (others grey)")
+        flow = r["flow"]["q_12"]
+        ax.plot(flow.time, flow, color="C3", lw=1.5, ls="--", label="matrix flow, seed 0")
         for m in ms:
-            ax.plot(
-                r["trunc"][m].time,
-                r["trunc"][m]["q_12"],
-                color=colours[m],
-                lw=1,
-                label=f"truncation M = {m}",
-            )
-        lo, hi = float(sim["q_12"].min()), float(sim["q_12"].max())
+            tr = r["trunc"][m]["q_12"]
+            ax.plot(tr.time, tr, color=colours[m], lw=1, label=f"truncation M = {m}")
+        lo, hi = float(q.min()), float(q.max())
         ax.set_ylim(lo - 0.5 * (hi - lo), hi + 0.5 * (hi - lo))
-        ax.set_xscale("log")
-        ax.set_xlabel("t = 4nα_d/d")
-        ax.set_title(f"q_12, γ = 0, d = {config.base.d}")
-        ax.set_ylabel("q_12")
+        ax.set(
+            xscale="log",
+            xlabel="t = 4nα_d/d",
+            ylabel="q_12",
+            title=f"q_12, γ = 0, d = {config.base.d}",
+        )
         ax.legend(frameon=False, fontsize=7)
         for ax, key, title in (
             (axes[1], "gamma0", "γ = 0"),
             (axes[2], "large", f"γ = {config.gamma_large:g}"),
         ):
             m_ = meas[key]
-            tt = m_["times"]
-            keep = tt > 0
+            keep = m_["times"] > 0
             for m in ms:
                 e = np.where(np.isfinite(m_["errors"][m]), m_["errors"][m], np.nan)
-                ax.plot(tt[keep], e[keep], color=colours[m], label=f"M = {m} vs flow")
+                ax.plot(m_["times"][keep], e[keep], color=colours[m], label=f"M = {m} vs flow")
             if key == "gamma0" and np.isfinite(m_["horizon"]):
                 ax.axvline(m_["horizon"], color="0.5", lw=0.8)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("t")
+            ax.set(xscale="log", yscale="log", xlabel="t", ylabel="max |truncation − flow|")
             ax.set_title(f"max error over t_1, q_11, q_12; {title}")
-            ax.set_ylabel("max |truncation − flow|")
         axes[1].legend(frameon=False, fontsize=7)
         return save_figure(fig, path)

@@ -1,17 +1,7 @@
 """``aim-untied`` (P1 = arXiv 2609.03858 §4, Theorem 3, Eqs. 28–32, 42, 48–49, Cor. 4; Fig. 3):
-untied attention S = UVᵀ learns in two stages. The pre-activation mean m = Tr(UVᵀ)/√d relaxes
-to its fast equilibrium m* on the fast scale t = nα_d (Eq. 28) while the matrix overlaps are
-frozen; the student–teacher overlap then moves on the slow scale τ = nα_d/d, and it moves at
-all on that scale only if E σ'(Z₁)·E σ*'(Z₂) ≠ 0 at the state the fast phase selected (Eq. 49).
-
-The overlap is Fig. 3's symmetric overlap of M₁ + M₁ᵀ with M₂ + M₂ᵀ, qsym₁₂ = 2(q⁽¹⁾₁₂ + q⁽²⁾₁₂),
-less its O(1/d) mean part 4 t₁t₂ = 4 m₁m₂/d (absent from the d → ∞ theory): psym₁₂. Cases (means
-set exactly with ``init_mean`` / ``teacher_mean``): ``h1`` (m₁(0) = 0, m₂ = 1: m* = m₂, signal
-1); ``h2-centred`` (m₁(0) = m₂ = 0: E h2'(Z) = √2 m, signal 0, Cor. 4 (ii)); ``h2-repaired``
-(m₁(0) = 0.05, m₂ = 1: m = 0 is unstable, ∂Φ/∂m₁ = m₁(m₁² + 3v₁ − m₂² − v₂) at q₁₂ = 0, the fast
-phase moves m₁ to m* ≈ 0.73 and the signal to ≈ 1.5: "the fast learning phase can repair a
-student-side symmetry", P1 §4.2). The claims, controls and presets are declared on
-:class:`AIMUntied` (the page docs/claims/aim-untied.md is generated from them).
+untied attention S = UVᵀ learns in two stages, the mean m = Tr(UVᵀ)/√d relaxing on the fast
+scale t = nα_d (Eq. 28), the overlap moving on the slow scale τ = nα_d/d iff E σ'(Z₁)·E σ*'(Z₂)
+≠ 0 at the fast state (Eq. 49); SGD against the untied theory (docs/aim-untied-derivation.md).
 """
 
 from __future__ import annotations
@@ -22,23 +12,11 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    at_least,
-    at_most,
-    bootstrap_ci,
-    claim,
-    equals,
-    mean_ci,
-    measured,
-    variant,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import Evidence, at_least, at_most, claim, equals, measured
+from attndyn.claims.stats import bootstrap_ci, mean_ci
+from attndyn.claims.verdict import Check
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
 
@@ -48,9 +26,8 @@ class Config(ExperimentConfig):
         AIMConfig,
         "untied L = 1, product teacher U*V*ᵀ, student U, V ∈ R^{d×ρd} with N(0, 1/d) and "
         "N(0, 0.64/d) entries (t^A ≠ t^B, Assumption 4.4), γ = 0, α_d = lr/(d log d), batch-mean "
-        "SGD (η = B·α_d), log record grid; `t_max` is the slow horizon τ_max (n = τ_max d/α_d), "
-        "`teacher_mean` the m₂ of the h1 and h2-repaired teachers; each case sets `activation` "
-        "and the means",
+        "SGD (η = B·α_d), log record grid; `t_max` is the slow horizon τ_max (n = τ_max d/α_d); "
+        "each case sets `activation` and the means (notes)",
         L=1,
         param="untied",
         rho=0.5,
@@ -75,30 +52,13 @@ class Config(ExperimentConfig):
     moved: float = Field(0.3, gt=0, description="O(1) change of psym₁₂ by τ_max")
     collapse_level: float = Field(0.2, gt=0, description="psym₁₂ level defining τ_c")
     trapped: float = Field(0.05, gt=0, description="max seed-RMS |Δpsym₁₂| when trapped")
-    theory_time_factor: float = Field(
-        1.0,
-        gt=0,
-        le=1,
-        description="theory read at factor·τ_max (1: P1's slow time; a control sets ½)",
-    )
-    trapped_from: int = Field(
-        0, ge=0, description="centred cases run at d ≥ this only (tiny: d = 32 escapes the saddle)"
-    )
+    theory_time_factor: float = Field(1.0, gt=0, le=1, description="theory read at factor·τ_max")
+    trapped_from: int = Field(0, ge=0, description="centred cases run at d ≥ this only")
     collapse_axis: Literal["slow", "fast"] = Field(
-        "slow", description="axis of the collapse time: τ = nα_d/d (P1) or nα_d (a control)"
+        "slow", description="axis of τ_c: τ = nα_d/d or nα_d"
     )
-    fast_clock: Literal["fast", "slow"] = Field(
-        "fast",
-        description="clock of the fast instant n_f: t = nα_d (P1 Eq. 28) or, a control, the "
-        "slow time fast_time/d_max at every d (n_f ∝ d/α_d)",
-    )
-    init_power: float = Field(
-        0.0,
-        ge=-1,
-        le=1,
-        description="student entries N(0, d^(2·power)/d): 0 is P1's Θ(√d) Frobenius norm "
-        "(§4.1); a control sets −½",
-    )
+    fast_clock: Literal["fast", "slow"] = Field("fast", description="clock of n_f: t = nα_d or τ")
+    init_power: float = Field(0.0, ge=-1, le=1, description="student entries N(0, d^(2·power)/d)")
 
 
 def _run_changes(config: Config, case: str, d: int) -> dict[str, Any]:
@@ -117,11 +77,10 @@ def _psym(traj) -> np.ndarray:
     return np.asarray(traj["qsym_12"].values - 4.0 * traj["t_1"].values * traj["t_2"].values)
 
 
-def _rms_change(traj) -> np.ndarray:
-    """Seed-RMS of psym₁₂(τ) − psym₁₂(0), per record time."""
-    p = _psym(traj)
-    delta = p - p[..., :1]
-    return np.sqrt(np.mean(delta**2, axis=0)) if delta.ndim == 2 else np.abs(delta)
+def _rms_change(psym: np.ndarray, seeds: Any = slice(None)) -> np.ndarray:
+    """RMS over ``seeds`` of psym₁₂(τ) − psym₁₂(0), per record time."""
+    p = psym[seeds]
+    return np.sqrt(np.mean((p - p[:, :1]) ** 2, axis=0))
 
 
 def _first_crossing(tau: np.ndarray, values: np.ndarray, level: float) -> float:
@@ -136,35 +95,29 @@ def _first_crossing(tau: np.ndarray, values: np.ndarray, level: float) -> float:
     return float(t0 + (level - v0) * (t1 - t0) / (v1 - v0))
 
 
-def _fast_instant(config: Config, d: int) -> float:
-    """Fast time t = nα_d of claim (a)'s instant at dimension d: ``fast_time`` (P1: the fast
-    phase lasts O(1/α_d) samples), or under ``fast_clock="slow"`` the fixed slow time
-    ``fast_time``/d_max, i.e. t = fast_time·d/d_max (a fast phase of O(d/α_d) samples)."""
-    scale = d / config.d[-1] if config.fast_clock == "slow" else 1.0
-    return config.fast_time * scale
-
-
 def _interp(traj, values: np.ndarray, t_fast: float) -> float:
     """``values`` (along the record grid) at fast time ``t_fast``, linear in t."""
     return float(np.interp(t_fast, traj["time_fast"].values, values))
 
 
 NOTES = """\
+**The overlap** psym₁₂ is Fig. 3's symmetric overlap of M₁ + M₁ᵀ with M₂ + M₂ᵀ, qsym₁₂ =
+2(q⁽¹⁾₁₂ + q⁽²⁾₁₂), less its O(1/d) mean part 4 t₁t₂ = 4 m₁m₂/d (absent from the d → ∞ theory).
+**The cases** set the means exactly (`init_mean`, `teacher_mean`): `h1` (m₁(0) = 0, m₂ = 1: m* =
+m₂, signal 1); `h2-centred` (m₁(0) = m₂ = 0: E h2'(Z) = √2 m, signal 0, Cor. 4 (ii));
+`h2-repaired` (m₁(0) = 0.05, m₂ = 1: m = 0 is unstable, ∂Φ/∂m₁ = m₁(m₁² + 3v₁ − m₂² − v₂) at
+q₁₂ = 0, the fast phase moves m₁ to m* ≈ 0.73 and the signal to ≈ 1.5: "the fast learning phase
+can repair a student-side symmetry", P1 §4.2).
+
 No claim here holds by construction: the trapped case is an SGD statement (at d = 32 a seed
 escapes the saddle within τ_max). The theory is integrated from each seed's own initial matrices.
 Precondition: every seed finite and not diverged.
 
 **Reported, not claimed: `frozen_ratio`**, the fraction of its change by τ_max that the seed-mean
-psym₁₂ has made by the fast instant, at each d (0.25 [0.24, 0.26] at d = 64 in tiny). Until
-2026-12-02 it was the claim `fast-overlap-frozen` (≤ ½). No wrong model failed it, so by this
-project's rule it is no claim: the overlap's drift per sample is O(α_d/d) for every
-initialisation in P1's scaling (Eq. 42: rate D·Q₂·g per τ = nα_d/d, with D, Q₂, g all O(1)), so
-the fraction at t = 5 stays O(5/(dτ_max)) (≈ 0.2 at d = 64) or below. Small init lowers it (0.018
-under `small-init`); the clock control leaves it unchanged at d_max, and the same clock
-normalised at d_min (t = 5·d/d_min) still gave 0.465 [0.454, 0.476]. The one scaling that removes
-the separation, student entries N(0, 1) (`init_power=0.5`, D = Θ(d)), diverges at step 1 for the
-h2 cases at tiny, and its h1 overlap is noise-dominated (per-seed Δpsym₁₂ 1.9, −0.32, 0.15, −0.05
-at d = 32). What the paper states about the separation is tested by `fast-separation-scales`.
+psym₁₂ has made by the fast instant, at each d (0.25 [0.24, 0.26] at d = 64 in tiny; until
+2026-12-02 the claim `fast-overlap-frozen`, ≤ ½): no wrong model fails a bound on it (why, and
+what was tried: docs/aim-untied-derivation.md §8). `fast-separation-scales` tests what the paper
+states about the separation.
 
 `small-init` also fails `theory-slow` at tiny (0.015 [−0.007, 0.036]), not required of it;
 under `centred-h1`, `dichotomy-signal` stays 0 (h1-centred has signal 1 and recovers).
@@ -183,7 +136,6 @@ class AIMUntied(Experiment):
         "small": {},
         "paper": {
             "d": [400, 800],
-            "seeds": 4,
             "base.lr": 0.01 * 800 * float(np.log(800)) / 4096,
             "base.batch": 4096,
             "base.rho": 1.0,
@@ -194,10 +146,9 @@ class AIMUntied(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "d = 32, 64, 4 seeds, 32 records; the centred (trapped) case at d = 64 only "
-        "(`trapped_from=64`: at d = 32 one seed of 4 drifts to m₁ = 0.3 and its |Δpsym₁₂| "
-        "reaches 0.13).",
-        "small": "d = 64, 128, ρ = ρ* = ½, lr = 0.05, batch 128, τ_max = 0.4, 4 seeds.",
+        "tiny": "The centred (trapped) case at d = 64 only: at d = 32 one seed of 4 drifts to "
+        "m₁ = 0.3 and its |Δpsym₁₂| reaches 0.13.",
+        "small": "Every claim at d = 64, 128 with 4 seeds.",
         "paper": "Fig. 3's caption: d = 800 (with d = 400 for the collapse), lr 0.01 and batch "
         "4096 read as a batch-mean step η = 0.01, i.e. α_d = 0.01/4096 = lr_c/(d log d) with "
         'lr_c = 0.01·800·ln 800/4096 = 0.01306; "standard Gaussian initialization" read as '
@@ -333,13 +284,13 @@ class AIMUntied(Experiment):
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
         from attndyn.models.aim.theory.untied.fast import fast_state
 
-        sims: dict[tuple[str, int], Any] = {}
-        d_max = config.d[-1]
-        for case in self.cases(config):
-            for d in self._ds(config, case):
-                sims[(case, d)] = ctx.simulate("aim", config.base, **_run_changes(config, case, d))
+        sims = {
+            (case, d): ctx.simulate("aim", config.base, **_run_changes(config, case, d))
+            for case in self.cases(config)
+            for d in self._ds(config, case)
+        }
         # the theory from each seed's initial matrices (read at theory_time_factor·τ_max)
-        h1 = _run_changes(config, "h1", d_max)
+        h1, d_max = _run_changes(config, "h1", config.d[-1]), config.d[-1]
         theory = [
             ctx.predict("aim", config.base, **h1, seeds=1, seed=config.seed + s)
             for s in range(config.seeds)
@@ -353,108 +304,97 @@ class AIMUntied(Experiment):
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         sims, fast = results["sims"], results["fast"]
         d_max, d_min = config.d[-1], config.d[0]
-        n = config.seeds
-        out: dict[str, Any] = {}
-        h1 = sims[("h1", d_max)]
-        tf = config.fast_time
-        m_star, m0 = fast["h1"]["m_star"], fast["h1"]["m0"]
-        out["n_fast"] = int(round(tf / (config.base.lr / (d_max * np.log(d_max)))))
-        m1 = h1["m_1"].values
-        out["fast_residual"] = mean_ci(
-            [abs(_interp(h1, m1[s], tf) - m_star) / abs(m0 - m_star) for s in range(n)]
-        )
-        psym = {d: _psym(sims[("h1", d)]) for d in config.d}
-        seeds = np.arange(n, dtype=float)
+        alpha = config.base.lr / (d_max * np.log(d_max))
+        ps = {key: _psym(traj) for key, traj in sims.items()}
+        psym = {d: ps[("h1", d)] for d in config.d}
+        seeds = np.arange(config.seeds, dtype=float)  # bootstrap indices
+        h1, m_star, m0 = sims[("h1", d_max)], fast["h1"]["m_star"], fast["h1"]["m0"]
+        residual = [
+            abs(_interp(h1, m1, config.fast_time) - m_star) / abs(m0 - m_star)
+            for m1 in h1["m_1"].values
+        ]
 
         def frozen(d):
-            traj = sims[("h1", d)]
+            # claim (a)'s instant: t = fast_time, or under fast_clock="slow" the slow time
+            # fast_time/d_max, i.e. t = fast_time·d/d_max (a fast phase of O(d/α_d) samples)
+            t_f = config.fast_time * (d / d_max if config.fast_clock == "slow" else 1.0)
 
             def stat(idx):
                 p = psym[d][idx.astype(int)].mean(axis=0)
-                return abs(_interp(traj, p, _fast_instant(config, d)) - p[0]) / abs(p[-1] - p[0])
+                return abs(_interp(sims[("h1", d)], p, t_f) - p[0]) / abs(p[-1] - p[0])
 
             return stat
 
-        out["frozen_ratio"] = {d: bootstrap_ci(seeds, frozen(d)) for d in config.d}
         f_lo, f_hi = frozen(d_min), frozen(d_max)
-        out["separation"] = bootstrap_ci([seeds, seeds], lambda a, b: f_hi(b) / f_lo(a))
-        out["separation_target"] = 0.5 * (1 + d_min / d_max)
-        out["moved"] = {d: mean_ci(psym[d][:, -1] - psym[d][:, 0]) for d in config.d}
-
-        def axis(d):
-            t = sims[("h1", d)]["time"].values
-            return t * d if config.collapse_axis == "fast" else t
+        moved = {d: mean_ci(psym[d][:, -1] - psym[d][:, 0]) for d in config.d}
 
         def tau_c(d, idx):
+            t = sims[("h1", d)]["time"].values
             pm = psym[d][idx.astype(int)].mean(axis=0)
-            return _first_crossing(axis(d), pm - pm[0], config.collapse_level)
-
-        out["tau_c"] = {d: tau_c(d, seeds) for d in config.d}
+            axis = t * d if config.collapse_axis == "fast" else t
+            return _first_crossing(axis, pm - pm[0], config.collapse_level)
 
         def spread(*groups):
             tc = [tau_c(d, g) for d, g in zip(config.d, groups, strict=True)]
             return float(max(tc) / min(tc)) if np.all(np.isfinite(tc)) else float("nan")
 
-        out["collapse_ratio"] = bootstrap_ci([seeds] * len(config.d), spread)
-        out["collapse_band"] = float(np.sqrt(d_max / d_min))
-        tc = [out["tau_c"][d] for d in config.d]
-        out["sample_ratio"] = float(
-            (d_max**2 * np.log(d_max)) / (d_min**2 * np.log(d_min)) * tc[-1] / tc[0]
-        )
-        centred = [
-            (c, d)
-            for c in self.cases(config)
-            if c.endswith("-centred")
-            for d in self._ds(config, c)
-        ]
+        tc = {d: tau_c(d, seeds) for d in config.d}
+        centred = self.cases(config)[1:-1]
+        cells = [(c, d) for c in centred for d in self._ds(config, c)]
 
-        ps = {key: _psym(traj) for key, traj in sims.items()}
-
-        def rms(case, d, idx):
-            p = ps[(case, d)][idx.astype(int)]
-            return np.sqrt(np.mean((p - p[:, :1]) ** 2, axis=0))
-
-        def worst(*groups):
+        def trapped(*groups):
             return max(
-                float(np.max(rms(c, d, i))) for (c, d), i in zip(centred, groups, strict=True)
+                float(np.max(_rms_change(ps[key], i.astype(int))))
+                for key, i in zip(cells, groups, strict=True)
             )
 
-        out["trapped_rms"] = bootstrap_ci([seeds] * len(centred), worst)
-        out["repaired_rms"] = bootstrap_ci(seeds, lambda i: float(rms("h2-repaired", d_max, i)[-1]))
-        rep = sims[("h2-repaired", d_max)]
-        out["repaired_m_final"] = rep["m_1"].isel(time=-1).values.tolist()
-        recovered = {"h1": bool(min(v.value for v in out["moved"].values()) >= config.moved)}
-        for case in self.cases(config):
-            if case.endswith("-centred"):
-                final = [_rms_change(sims[(case, d)])[-1] for d in self._ds(config, case)]
-                recovered[case] = bool(min(final) >= config.moved)
-        recovered["h2-repaired"] = bool(out["repaired_rms"].value >= config.moved)
-        out["recovered"] = recovered
-        out["signal_mismatch"] = int(
-            sum((abs(fast[c]["signal_fast"]) > 0.05) != recovered[c] for c in recovered)
+        repaired = bootstrap_ci(
+            seeds, lambda i: float(_rms_change(ps[("h2-repaired", d_max)], i.astype(int))[-1])
         )
-        gaps = []
-        for s, th in enumerate(results["theory"]):
-            p_sgd = psym[d_max][s]
-            tau = config.theory_time_factor * config.base.t_max
-            p_th = float(np.interp(tau, th["time"].values, _psym(th)))
-            gaps.append(abs(p_th - p_sgd[-1]) / abs(p_sgd[-1] - p_sgd[0]))
-        out["theory_gap"] = mean_ci(gaps)
-        alpha = config.base.lr / (d_max * np.log(d_max))
-        out["theory_tolerance"] = float(d_max * alpha + 1.0 / d_max)
-        out["finite"] = all(
-            bool(np.all(np.isfinite(_psym(t)))) and not bool(t["diverged"].values.any())
-            for t in sims.values()
-        )
-        out["fast"] = fast
-        return out
+        recovered = {"h1": bool(min(v.value for v in moved.values()) >= config.moved)}
+        for c in centred:
+            final = [_rms_change(ps[(c, d)])[-1] for d in self._ds(config, c)]
+            recovered[c] = bool(min(final) >= config.moved)
+        recovered["h2-repaired"] = bool(repaired.value >= config.moved)
+        tau = config.theory_time_factor * config.base.t_max
+        gaps = [
+            abs(float(np.interp(tau, th["time"].values, _psym(th))) - p[-1]) / abs(p[-1] - p[0])
+            for th, p in zip(results["theory"], psym[d_max], strict=True)
+        ]
+        return {
+            "n_fast": int(round(config.fast_time / alpha)),
+            "fast_residual": mean_ci(residual),
+            "frozen_ratio": {d: bootstrap_ci(seeds, frozen(d)) for d in config.d},
+            "separation": bootstrap_ci([seeds, seeds], lambda a, b: f_hi(b) / f_lo(a)),
+            "separation_target": 0.5 * (1 + d_min / d_max),
+            "moved": moved,
+            "tau_c": tc,
+            "collapse_ratio": bootstrap_ci([seeds] * len(config.d), spread),
+            "collapse_band": float(np.sqrt(d_max / d_min)),
+            "sample_ratio": float(
+                (d_max**2 * np.log(d_max)) / (d_min**2 * np.log(d_min)) * tc[d_max] / tc[d_min]
+            ),
+            "trapped_rms": bootstrap_ci([seeds] * len(cells), trapped),
+            "repaired_rms": repaired,
+            "repaired_m_final": sims[("h2-repaired", d_max)]["m_1"].isel(time=-1).values.tolist(),
+            "recovered": recovered,
+            "signal_mismatch": int(
+                sum((abs(fast[c]["signal_fast"]) > 0.05) != recovered[c] for c in recovered)
+            ),
+            "theory_gap": mean_ci(gaps),
+            "theory_tolerance": float(d_max * alpha + 1.0 / d_max),
+            "finite": all(
+                bool(np.all(np.isfinite(p))) and not bool(sims[key]["diverged"].values.any())
+                for key, p in ps.items()
+            ),
+            "fast": fast,
+        }
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
         return [Check("every seed finite and not diverged", m["finite"])]
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
-        fast = m["fast"]
-        d_max = config.d[-1]
+        fast, d_max = m["fast"], config.d[-1]
         rep = fast["h2-repaired"]
         slowest = min(m["moved"].items(), key=lambda kv: kv[1].low)
         return {
@@ -495,47 +435,30 @@ class AIMUntied(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-
         sims, theory, fast = results["sims"], results["theory"], results["fast"]
         d_max = config.d[-1]
-        fig, axes = new_figure(1, 3, figsize=(14, 4.0))
-        ax = axes[0]
+        fig, (ax, bx, cx) = new_figure(1, 3, figsize=(14, 4.0))
         for i, d in enumerate(config.d):
             traj = sims[("h1", d)]
             ax.plot(traj["time_fast"], traj["m_1"].mean("seed"), color=f"C{i}", label=f"SGD d={d}")
+            p = _psym(traj).mean(axis=0)
+            bx.plot(traj["time"], p - p[0], color=f"C{i}", label=f"d={d}")
         ax.plot(theory[0]["time_fast"], theory[0]["m_1"], "k--", lw=1, label=f"theory d={d_max}")
         ax.axhline(fast["h1"]["m_star"], color="0.6", lw=0.6)
-        ax.set_xscale("log")
-        ax.set_xlim(left=1e-2)
-        ax.set_xlabel("fast time t = nα_d")
-        ax.set_ylabel("mean m₁ (h1)")
-        ax.set_title("(a) fast phase: m → m*")
-        ax.legend(frameon=False, fontsize=8)
-        ax = axes[1]
-        for i, d in enumerate(config.d):
-            traj = sims[("h1", d)]
-            p = _psym(traj)
-            ax.plot(traj["time"], p.mean(axis=0) - p.mean(axis=0)[0], color=f"C{i}", label=f"d={d}")
+        ax.set(xscale="log", xlim=(1e-2, None), xlabel="fast time t = nα_d")
+        ax.set(ylabel="mean m₁ (h1)", title="(a) fast phase: m → m*")
         th = _psym(theory[0])
-        ax.plot(theory[0]["time"], th - th[0], "k--", lw=1, label=f"theory d={d_max} (seed 0)")
-        ax.axhline(config.collapse_level, color="0.6", lw=0.6)
-        ax.set_xlabel("slow time τ = nα_d/d")
-        ax.set_ylabel("Δ psym₁₂ (h1)")
-        ax.set_title("(b) slow phase collapses in τ")
-        ax.legend(frameon=False, fontsize=8)
-        ax = axes[2]
+        bx.plot(theory[0]["time"], th - th[0], "k--", lw=1, label=f"theory d={d_max} (seed 0)")
+        bx.axhline(config.collapse_level, color="0.6", lw=0.6)
+        bx.set(xlabel="slow time τ = nα_d/d", ylabel="Δ psym₁₂ (h1)")
+        bx.set_title("(b) slow phase collapses in τ")
         for i, case in enumerate(self.cases(config)):
             traj = sims[(case, d_max)]
-            sig = fast[case]["signal_fast"]
-            ax.plot(
-                traj["time"],
-                _rms_change(traj),
-                color=f"C{i}",
-                label=f"{case} (Eσ'Eσ*' = {sig:.2f})",
-            )
-        ax.set_xlabel("slow time τ")
-        ax.set_ylabel("seed-RMS |Δ psym₁₂|")
-        ax.set_title(f"(c) recovery iff signal ≠ 0 (d = {d_max})")
-        ax.legend(frameon=False, fontsize=8)
+            label = f"{case} (Eσ'Eσ*' = {fast[case]['signal_fast']:.2f})"
+            cx.plot(traj["time"], _rms_change(_psym(traj)), color=f"C{i}", label=label)
+        cx.set(xlabel="slow time τ", ylabel="seed-RMS |Δ psym₁₂|")
+        cx.set_title(f"(c) recovery iff signal ≠ 0 (d = {d_max})")
+        for a in (ax, bx, cx):
+            a.legend(frameon=False, fontsize=8)
         fig.tight_layout()
         return save_figure(fig, path)
