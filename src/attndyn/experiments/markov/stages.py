@@ -109,10 +109,8 @@ def run_trajectory(sim_config):
 
 
 def stage1(time, u, drift, top) -> tuple[float, float, float, float]:
-    """(slope, max drift, t_start, t_end) of log u over the records before u first exceeds
-    ``top``; NaN when u never exceeds it (no escape) or fewer than 3 records precede it (an
-    init already beyond the linear window). u is a pure exponential there (snapshots.py), so
-    the window starts at t = 0."""
+    """(slope of log u, max drift, t_start, t_end) over the `stage1-rate` claim's linear window
+    (NaN without one; u is a pure exponential there, so it starts at t = 0)."""
     over = np.flatnonzero(u > top)
     if not len(over) or over[0] < 3:
         return (float("nan"),) * 4
@@ -122,10 +120,9 @@ def stage1(time, u, drift, top) -> tuple[float, float, float, float]:
 
 
 def plateau_after_drop(time, gap, t_from, focus) -> tuple[float, float]:
-    """(L − L*, t) on the first plateau: over the records from ``t_from`` (the Stage-I window's
-    end) to the start of the first of ``focus``, the pair of consecutive records after the
-    steepest fall of L − L* against log t (condensation's drop) where |ΔL/Δ log t| is smallest
-    (their mean, geometric-mean time); NaN without a window, a focus stage or such a pair."""
+    """(L − L*, t) on the first plateau as the `plateau-gap` claim reads it, from ``t_from`` (the
+    Stage-I window's end) to the first of ``focus`` (their mean, geometric-mean time); NaN
+    without a window, a focus stage or such a pair."""
     if not np.isfinite(t_from) or not focus:
         return float("nan"), float("nan")
     k = np.flatnonzero((time >= t_from) & (time <= focus[0].start) & (time > 0))
@@ -466,8 +463,8 @@ def draw(config: Config, traj, m: dict[str, Any]):
             )
         return ax
 
-    ax = panel(grid[0, 0], [(np.maximum(one("loss_gap"), 1e-12), None, "k")], "L − L*",
-               "(a) loss gap and detected stages", log_y=True)  # fmt: skip
+    gap = [(np.maximum(one("loss_gap"), 1e-12), None, "k")]
+    ax = panel(grid[0, 0], gap, "L − L*", "(a) loss gap and detected stages", log_y=True)
     ax.axhline(m["plateau_gap_theory"], color="C1", ls="--", label="Σπ_i KL(P_i‖π) (Prop. 3.3)")
     for name, colour in STAGE_COLOURS.items():
         ax.plot([], [], color=colour, alpha=0.4, lw=6, label=name)

@@ -25,10 +25,9 @@ from attndyn.models.markov.config import MarkovConfig
 class Config(ExperimentConfig):
     base: MarkovConfig = Base(
         MarkovConfig,
-        "population gradient flow (the adaptive Bogacki–Shampine integrator, rtol 10⁻⁶, "
-        "float64) on the two-group law of Eq. 1 (π₁ = 0.7, c linear), λ = 0.5, m = 8, init "
-        "N(0, ε²) with ε = 10⁻³ (not 1/m: the frozen transverse init sets erank(W₀)'s plateau "
-        "floor), log-spaced records, token 0 tracked; d, δ and t_max are set per run",
+        "population gradient flow (`bs3`: the adaptive Bogacki–Shampine integrator) on the "
+        "two-group law of Eq. 1 (c linear), init N(0, ε²) with ε not 1/m (the frozen transverse "
+        "init sets erank(W₀)'s plateau floor); d, δ and t_max are set per run",
         data="population",
         optimizer="flow",
         pi_kind="two-group",
@@ -449,18 +448,10 @@ class MarkovSymmetry(Experiment):
         deltas = np.asarray(config.deltas)
         for (ax, *slopes), d in zip(axes, ds, strict=True):
             md = m["per_d"][d]
-            runs = [
-                (config.stall_delta, "stall", "k"),
-                *((x, x, f"C{i}") for i, x in enumerate(deltas)),
-            ]
-            for x, key, colour in runs:
-                tr = results[(d, key)]
-                ax.plot(
-                    tr["time"][1:],
-                    tr["erank_W0"].mean("seed")[1:],
-                    color=colour,
-                    label=f"δ = {x:g}",
-                )
+            for i, key in enumerate(["stall", *config.deltas]):
+                tr, x = results[(d, key)], config.stall_delta if key == "stall" else key
+                erank = tr["erank_W0"].mean("seed")[1:]
+                ax.plot(tr["time"][1:], erank, color=f"C{i - 1}" if i else "k", label=f"δ = {x:g}")
             ax.axhline(config.erank_threshold, color="grey", ls=":", lw=1)
             ax.set(xscale="log", xlabel="flow time t", ylabel="erank(W₀) (seed mean)")
             ax.set_title(f"(a) d = {d}: stall at δ = 0, restart at δ > 0")
@@ -480,17 +471,12 @@ class MarkovSymmetry(Experiment):
                     fit = f"fit slope {slope.value:.3f} [{slope.low:.3f}, {slope.high:.3f}]"
                     ax.loglog(deltas, np.exp(np.polyval(b, np.log(deltas))), "C0-", label=fit)
                     p = sign * config.theory_exponent
-                    ax.loglog(
-                        deltas,
-                        means[0] * (deltas / deltas[0]) ** p,
-                        "k:",
-                        label=f"δ^{p:g} (Thm 3.9)",
-                    )
+                    theory = means[0] * (deltas / deltas[0]) ** p
+                    ax.loglog(deltas, theory, "k:", label=f"δ^{p:g} (Thm 3.9)")
                 if key == "rate":
                     grad = [md["grad_sv_mean"][x] for x in config.deltas]
-                    ax.loglog(
-                        deltas, grad, "kx", label="σ₁(∂L/∂M) on the plateau (u̇ = −Gw, ẇ = −Gᵀu)"
-                    )
+                    label_g = "σ₁(∂L/∂M) on the plateau (u̇ = −Gw, ẇ = −Gᵀu)"
+                    ax.loglog(deltas, grad, "kx", label=label_g)
                 ax.xaxis.set_minor_formatter(NullFormatter())
                 ax.set(xlabel="asymmetry δ", ylabel=f"{label} (dots: single seeds)")
                 ax.set_title(f"({panel}) d = {d}: {label}")
