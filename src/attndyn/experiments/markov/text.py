@@ -210,7 +210,7 @@ class MarkovText(Experiment):
         "attention spreads again after focusing on the common word (dilution, entropy rise). "
         "Until 2026-12-03 tiny ran on the WikiText-2 sample (claims `*-wikitext`).",
         "small": "the WikiText-2 and TinyStories samples (found through `data_dir` or "
-        "`$ATTNDYN_TEXT_DATA`) at the config's defaults.",
+        "`$ATTNDYN_TEXT_DATA`).",
         "paper": "Appendix E.1's m, Adam lr and init N(0, 1/m²), with byte-level BPE (many "
         "passes over the samples; the paper's single epoch of the full data sets is "
         '`--set corpus=\'["hf:wikitext-2", "hf:tinystories"]\'` with '
