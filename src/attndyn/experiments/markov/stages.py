@@ -331,12 +331,8 @@ class MarkovStages(Experiment):
         ),
     )
     notes = (
-        "Module: the run's parameters at every record are "
-        "`src/attndyn/models/markov/snapshots.py`, the stage detector "
-        "`src/attndyn/models/markov/stages.py`; the model is described in docs/markov.md.\n\n"
-        "λ = 0.8 is Appendix E.1's value (Section 4.1 gives none); with λ = 0.5 the same "
-        "stages occur, but the third rank level arrives only near t ≈ 6500 instead of ≈ 700 "
-        "(the late stages are stiff, hence the ROS2 solver).\n\n"
+        "The model, the snapshots, the stage detector and the measured time scales (λ = 0.8 "
+        "against 0.5, the stiff late stages behind ROS2) are in docs/markov.md.\n\n"
         "Controls: `uniform-pi` also fails `attention-frozen` (there is no Stage-I window), and "
         "`large-init` leaves `dilution` passing (0.62 [0.50, 0.75] at tiny: the attention of the "
         "low-frequency queries still rises and falls), so that claim alone does not show stage "

@@ -93,22 +93,12 @@ def law(config: Config, d: int, delta: float, perturb: str) -> dict[str, Any]:
 
 
 NOTES = """\
-**Theory: what the slopes should be.** On the rank-one manifold W₀ = γα₁ᵀ, W₁ = α₁βᵀ (Prop.
-3.6), perturb transversally: W₀ += u vᵀ, W₁ += v wᵀ with v ⊥ α₁. Then δM = 0 and δΦ = 0 to first
-order, and Eq. 4 gives u̇ = −G w, ẇ = −Gᵀu with G = ∂L/∂M at the stall point: the transverse
-growth rate is the top singular value of G. At δ = 0 the stall point has G = 0 (Prop. 3.8), so
-the transverse part of the init, of relative size r₀ ∝ ε, is frozen: training stalls (none was
-seen to escape up to t = 8·10⁴). At δ > 0 the point θ(δ) of Thm 3.9 has G = Θ(δ), so r = σ₂/σ₁
-grows as r₀e^{μt} with μ(δ) = κδ + O(δ²) and τ(δ) ≈ log(r_thr/r₀)/μ(δ). r₀ does not depend on
-δ (the rank-one manifold is invariant for every π; measured: r at plateau arrival agrees across
-δ to 3 digits per seed). Hence d log μ/d log δ → 1 and d log τ/d log δ → −1 as δ → 0, with a
-relative correction bδ/(κ + bδ) at finite δ (measured at small, d = 4: μ/δ = 0.0598 … 0.0857
-for δ = 0.0025 … 0.02, κ ≈ 0.056, b ≈ 1.5, so the fitted slope is ≈ 1.17). τ·μ ≈ 3.3–3.4 at
-every δ: the escape is exponential growth from one fixed seed size. With ε = 10⁻⁴ instead of
-10⁻³ (d = 4, δ = 0.01) r at arrival scales with ε, μ is unchanged and τ grows by ≈ ln(10)/μ.
-
-**Solver.** bs3 at rtol 10⁻⁶; the family's ROS2 at rtol 10⁻⁴ gives the same tiny results
-(escape times within 0.4 %, slopes within 0.003) in the same CPU time.
+**Theory.** Why μ = κδ + O(δ²) (u̇ = −Gw, ẇ = −Gᵀu off the rank-one manifold, G = ∂L/∂M) and
+τ ≈ log(r_thr/r₀)/μ with r₀ independent of δ, hence slopes 1 and −1 as δ → 0, and the measured
+κ, τ·μ, ε- and solver-dependence: docs/markov.md, "Symmetry and restart". r at plateau arrival
+agrees across δ to 3 digits per seed. At finite δ the slope carries a relative correction
+bδ/(κ + bδ): at small, d = 4, μ/δ = 0.0598 … 0.0857 for δ = 0.0025 … 0.02 (κ ≈ 0.056, b ≈ 1.5),
+so the fitted slope is ≈ 1.17.
 
 **Controls.** `frequent-only` also fails `symmetric-stall` (no escape time to compare the
 horizon with). `m-rate` and `tangential-theory` reuse the stored runs.
@@ -280,10 +270,10 @@ class MarkovSymmetry(Experiment):
             "(observable `gradM_sv1`) averaged over the rate's fit window; Student-t 95 % CI, "
             "worst δ (the interval end farthest from 1)",
             target=within(1.0, "rate_tol"),
-            reason="u̇ = −Gw, ẇ = −Gᵀu (notes): W₀'s transverse part grows at σ₁(G). 0.1 is the "
-            "first-order theory's error budget: G drifts along the plateau (averaged over the "
-            "window) and the window ends at σ₂/σ₁ = `rate_high`, where second-order terms are a "
-            "few per cent; a factor 2 (the control) is far outside",
+            reason="u̇ = −Gw, ẇ = −Gᵀu (docs/markov.md): W₀'s transverse part grows at σ₁(G). "
+            "0.1 is the first-order theory's error budget: G drifts along the plateau (averaged "
+            "over the window) and the window ends at σ₂/σ₁ = `rate_high`, where second-order "
+            "terms are a few per cent; a factor 2 (the control) is far outside",
             controls=("frequent-only", "m-rate"),
             over="ds",
         ),
@@ -374,7 +364,7 @@ class MarkovSymmetry(Experiment):
         out: dict[str, Any] = {}
         for d, md in m["per_d"].items():
             st = md["stall"]
-            ratio = st["horizon_over_escape"]
+            ratio, drift, bound = st["horizon_over_escape"], st["gap_drift"], config.plateau_drift
             out[f"symmetric-stall-d{d}"] = Evidence(
                 st["max_erank"],
                 checks=(
@@ -382,17 +372,12 @@ class MarkovSymmetry(Experiment):
                         f"horizon >= {config.stall_factor:g} × the largest escape time",
                         ratio is not None and ratio >= config.stall_factor,
                     ),
-                    Check.compare(
-                        "loss-gap drift over the second half",
-                        st["gap_drift"],
-                        "<=",
-                        config.plateau_drift,
-                    ),
+                    Check.compare("loss-gap drift over the second half", drift, "<=", bound),
                 ),
                 detail=f"δ = {config.stall_delta:g}, plateau arrival t ≈ "
                 f"{np.mean(st['t_arrival']):.0f}, horizon {st['horizon']:.0f} = "
                 f"{ratio if ratio is None else round(ratio, 2)} × the largest escape time; loss "
-                f"gap {st['gap_end']:.4f}, relative drift {st['gap_drift']:.2e} over the second "
+                f"gap {st['gap_end']:.4f}, relative drift {drift:.2e} over the second "
                 "half",
             )
             restart, rt = md["restart"], md["rate_theory"]

@@ -297,9 +297,8 @@ class MarkovText(Experiment):
         out: dict[str, Any] = {"sims": {}, "info": {}}
         for source in config.corpus:
             key = corpus_key(source)
-            values = dict(
-                data="text", corpus=resolve(config, source), t_max=config.base.lr * config.steps
-            )
+            path, t_max = resolve(config, source), config.base.lr * config.steps
+            values = dict(data="text", corpus=path, t_max=t_max)
             law_config = variant(config.base, **values)
             corpus = text.load_corpus(law_config)
             law = markov.DataLaw(law_config)
@@ -378,11 +377,10 @@ class MarkovText(Experiment):
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for source in config.corpus:
-            key = corpus_key(source)
+        for key in map(corpus_key, config.corpus):
             r = m[key]
+            fall, H0, known = r["entropy_fall"], r["entropy_initial"], r["info_known"]
             where = f"d = {r['d']}, {config.seeds} seeds, queries [{', '.join(r['tracked'][3:])}]"
-            fall = r["entropy_fall"]
             out[f"focus-{key}"] = Evidence(
                 r["focus"],
                 detail=f"{where}, top {r['top']!r}, T = [{', '.join(r['tracked'])}] "
@@ -393,12 +391,8 @@ class MarkovText(Experiment):
             )
             out[f"entropy-cycle-{key}"] = Evidence(
                 r["entropy_rise_fraction"],
-                checks=(
-                    Check.compare(
-                        "seed-mean fall / H(π̂)", fall.value / r["entropy_initial"], ">=", 0.5
-                    ),
-                ),
-                detail=f"Σπ̂_i H(𝔸_i) falls from {r['entropy_initial']:.3f} by {fall.value:.3f} "
+                checks=(Check.compare("seed-mean fall / H(π̂)", fall.value / H0, ">=", 0.5),),
+                detail=f"Σπ̂_i H(𝔸_i) falls from {H0:.3f} by {fall.value:.3f} "
                 f"[{fall.low:.3f}, {fall.high:.3f}], then rises by "
                 f"{r['entropy_rise'].value:.3f}",
             )
@@ -408,9 +402,7 @@ class MarkovText(Experiment):
                 detail=f"L_uni = {r['L_uni']:.4f}, L* = {r['L_star']:.4f}, N = {r['N']} bigrams; "
                 f"τ = {r['tau']:.4g} (z = {config.z:g})"
                 + (
-                    ""
-                    if r["info_known"] is None
-                    else f"; the generated chain's Σπ_w KL(P_w‖π) = {r['info_known']:.4f}"
+                    "" if known is None else f"; the generated chain's Σπ_w KL(P_w‖π) = {known:.4f}"
                 ),
             )
         return out
