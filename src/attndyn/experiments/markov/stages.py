@@ -433,11 +433,8 @@ class MarkovStages(Experiment):
 
 
 def draw(config: Config, traj, m: dict[str, Any]):
-    """Fig. 2's panels for seed 0: (a) L − L* with Prop. 3.3's plateau and the detected stages,
-    (b) effective ranks, (c) attention on the frequent token (Fig. 2C), (d) embedding norms (Fig.
-    2 D2), (e) attention entropies (Fig. 2 D1), (f) PCA of W₀'s rows (Fig. 2B), alignments and
-    W_QK's drift, and the cosines of W₀'s rows at the end of condensation, focus, the first
-    dilution and the run (Fig. 2A, Appendix E.2)."""
+    """Fig. 2's panels for seed 0, (c)–(f) as Fig. 2C, D2, D1 and B, and the cosines of W₀'s rows
+    at the end of condensation, focus, the first dilution and the run (Fig. 2A, Appendix E.2)."""
     t = traj["time"].values
     pos = t > 0
     d, top, stages = len(m["pi"]), int(np.argmax(m["pi"])), m["stages"][0]
