@@ -1,12 +1,7 @@
-"""``markov-stages`` (arXiv 2605.01199, Chen, Lin, Xu & Luo, ICML 2026, Section 3 and Fig. 2): the
-stages of one focus–dilution cycle, and its repetition, in the population gradient flow of Def.
-2.2's model on Markov data (π of Section 4.1, λ of Appendix E.1).
-
-One integration per config (:func:`attndyn.models.markov.snapshots.snapshots`, flow or GD) gives
-the observables, W₀ at every record (PCA, Fig. 2B) and the W_QK drift; stages are detected by
-:func:`attndyn.models.markov.stages.detect_stages`. The claims, controls and presets are declared
-on :class:`MarkovStages` (docs/claims/markov-stages.md is generated from them).
-"""
+"""``markov-stages`` (arXiv 2605.01199, Section 3 and Fig. 2): the stages of the population
+gradient flow of Def. 2.2's model on Markov data, from one integration per config
+(:func:`attndyn.models.markov.snapshots.snapshots`) and the stage detector
+(:func:`attndyn.models.markov.stages.detect_stages`)."""
 
 from __future__ import annotations
 
@@ -16,27 +11,18 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    at_least,
-    at_most,
-    claim,
-    mean_ci,
-    variant,
-    within,
-)
-from attndyn.figures.draw import save_figure
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import Evidence, at_least, at_most, claim, within
+from attndyn.claims.stats import mean_ci
+from attndyn.claims.verdict import Check
+from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.markov.config import MarkovConfig
 
 NAME = "markov-stages"
 MAX_TOKENS = 8
 """Every token is tracked (its attention row, entropy, norm and PCA coordinates)."""
+STAGE_COLOURS = {"condensation": "C0", "focus": "C2", "dilution": "C3", "restart": "C4"}
 
 
 class Config(ExperimentConfig):
@@ -98,10 +84,9 @@ def sigma1(config: Config, pi: np.ndarray) -> float:
 
 
 def run_trajectory(sim_config):
-    """The snapshots of ``sim_config`` as a Trajectory: every observable, ``w0_pi``,
-    ``stage1_mode``, ``w0_norm``,
-    ``wqk_drift`` and the PCA coordinates ``pc1_i``, ``pc2_i`` of each row of W₀ (per seed, PCA
-    of the centred concatenated snapshots, Section 4.1)."""
+    """The snapshots of ``sim_config`` as a Trajectory, with the PCA coordinates ``pc1_i``,
+    ``pc2_i`` of each row i of W₀ (per seed, PCA of the centred concatenated snapshots, Section
+    4.1) in place of W₀."""
     from attndyn.core.config import canonical
     from attndyn.core.trajectory import make_trajectory
     from attndyn.models.markov.snapshots import snapshots
@@ -119,19 +104,13 @@ def run_trajectory(sim_config):
             for k in range(2):
                 snap.setdefault(f"pc{k + 1}_{i}", np.zeros((S, T)))[s] = proj[:, i, k]
     return make_trajectory(
-        snap,
-        time=times,
-        seeds=seeds,
-        family="markov",
-        config=canonical(sim_config),
+        snap, time=times, seeds=seeds, family="markov", config=canonical(sim_config)
     )
 
 
 def stage1(time, u, drift, top) -> tuple[float, float, float, float]:
-    """(slope, max drift, t_start, t_end) of log u over the records before u first exceeds
-    ``top``; NaN when u never exceeds it (no escape) or fewer than 3 records precede it (an
-    init already beyond the linear window). u is a pure exponential there (snapshots.py), so
-    the window starts at t = 0."""
+    """(slope of log u, max drift, t_start, t_end) over the `stage1-rate` claim's linear window
+    (NaN without one; u is a pure exponential there, so it starts at t = 0)."""
     over = np.flatnonzero(u > top)
     if not len(over) or over[0] < 3:
         return (float("nan"),) * 4
@@ -141,10 +120,9 @@ def stage1(time, u, drift, top) -> tuple[float, float, float, float]:
 
 
 def plateau_after_drop(time, gap, t_from, focus) -> tuple[float, float]:
-    """(L − L*, t) on the first plateau: over the records from ``t_from`` (the Stage-I window's
-    end) to the start of the first of ``focus``, the pair of consecutive records after the
-    steepest fall of L − L* against log t (condensation's drop) where |ΔL/Δ log t| is smallest
-    (their mean, geometric-mean time); NaN without a window, a focus stage or such a pair."""
+    """(L − L*, t) on the first plateau as the `plateau-gap` claim reads it, from ``t_from`` (the
+    Stage-I window's end) to the first of ``focus`` (their mean, geometric-mean time); NaN
+    without a window, a focus stage or such a pair."""
     if not np.isfinite(t_from) or not focus:
         return float("nan"), float("nan")
     k = np.flatnonzero((time >= t_from) & (time <= focus[0].start) & (time > 0))
@@ -180,6 +158,46 @@ def rank_levels(erank: np.ndarray) -> int:
         level, k = level + 1, k + int(nxt[0])
 
 
+def seed_stats(config: Config, t: np.ndarray, pi: np.ndarray, one: dict) -> tuple[dict, list]:
+    """One seed's statistics (the claims' per-seed values and their context) and its stages."""
+    from attndyn.models.markov.stages import detect_stages, stage_signals
+
+    track = tuple(range(len(pi)))
+    top = int(np.argmax(pi))
+    rate, drift, ta, tb = stage1(t, one["stage1_mode"], one["wqk_drift"], config.top)
+    found = detect_stages(t, one["erank_W0"], *stage_signals(one, pi, track))
+    # condensation after the Stage-I window: the loss's steepest fall (in log t) before the first
+    # focus stage; the detector's erank ≤ 1.15 is not used, since at ε = 1/m the frozen init bulk
+    # of W₀ keeps erank ≥ 1.5 (docs/claims/markov-stages.md, "Presets")
+    focus = [st for st in found if st.name == "focus" and st.end > tb]
+    plateau, t_plat = plateau_after_drop(t, one["loss_gap"], tb, focus)
+    align, f_end, align_late = np.nan, np.nan, np.nan
+    if focus:
+        # focus ends where it peaks or where dilution begins, whichever comes first
+        dil = [st.start for st in found if st.name == "dilution" and st.end > focus[0].start]
+        f_end = min([focus[0].end, *dil])
+        align = float(np.interp(f_end, t, one["align_phi"]))
+        align_late = float(np.interp(focus[0].end, t, one["align_phi"]))
+    low = [one[f"attn_{i}_{top}"] for i in track if i != top]
+    after_peak = [a[int(np.nanargmax(a)) :] for a in low]
+    row = {
+        "rate": rate,
+        "drift": drift,
+        "window_start": ta,
+        "window_end": tb,
+        "plateau": plateau,
+        "plateau_time": t_plat,
+        "align": align,
+        "align_at_peak": align_late,
+        "focus_end": f_end,
+        "dilution": min((float(a[0] - np.nanmin(a)) for a in after_peak), default=np.nan),
+        "below_pi": min((float(pi[top] - np.nanmin(a)) for a in after_peak), default=np.nan),
+        "levels": float(rank_levels(one["erank_W0"])),
+        "erank_min": float(np.nanmin(one["erank_W0"])),
+    }
+    return row, [st.as_dict() for st in found]
+
+
 class MarkovStages(Experiment):
     name = NAME
     description = (
@@ -200,18 +218,15 @@ class MarkovStages(Experiment):
         },
     }
     preset_notes = {
-        "tiny": "m = 8, ε = 10⁻⁴, t ≤ 350, 100 log-spaced records, 4 seeds, `rank_steps` = 2. "
-        "Every claim is evaluated; the rank claim sees only the first restart (≈ 1 → ≈ 2).",
-        "small": "m = 8, ε = 10⁻⁴, t ≤ 1500, 120 records, 8 seeds, `rank_steps` = 3: the second "
-        "cycle (second focus, restart through 2.5) is in the window.",
-        "paper": "m = 256, ε = 1/m (Appendix E.1), t ≤ 1500, 140 records, 4 seeds. Five claims "
-        "pass; `rank-steps` fails for a measured reason about the paper's init, not the stages: "
-        "W₀'s init bulk (three singular values ≈ ε√m = 1/16) lies in directions the flow leaves "
-        "untouched in the first cycle, so W₀'s entropy effective rank bottoms out at ≈ 1.50 "
-        "instead of ≈ 1 and one seed in four (1.503, which rounds to 2) counts 0 levels. For the "
-        "same reason the detector's condensation (erank ≤ 1.15) never fires at this init, so no "
-        "claim is anchored on it (the plateau is read after the loss's drop, the focus stage "
-        "after the Stage-I window).",
+        "tiny": "Every claim is evaluated; the rank claim sees only the first restart (≈ 1 → ≈ 2).",
+        "small": "The second cycle (second focus, restart through 2.5) is in the window.",
+        "paper": "ε = 1/m (Appendix E.1). Five claims pass; `rank-steps` fails for a measured "
+        "reason about the paper's init, not the stages: W₀'s init bulk (three singular values ≈ "
+        "ε√m = 1/16) lies in directions the flow leaves untouched in the first cycle, so W₀'s "
+        "entropy effective rank bottoms out at ≈ 1.50 instead of ≈ 1 and one seed in four "
+        "(1.503, which rounds to 2) counts 0 levels. For the same reason the detector's "
+        "condensation (erank ≤ 1.15) never fires at this init, so no claim is anchored on it (the "
+        "plateau is read after the loss's drop, the focus stage after the Stage-I window).",
     }
     controls = {
         "uniform-pi": Control(
@@ -316,19 +331,14 @@ class MarkovStages(Experiment):
         ),
     )
     notes = (
-        "Module: the run's parameters at every record are "
-        "`src/attndyn/models/markov/snapshots.py`, the stage detector "
-        "`src/attndyn/models/markov/stages.py`; the model is described in docs/markov.md.\n\n"
-        "λ = 0.8 is Appendix E.1's value (Section 4.1 gives none); with λ = 0.5 the same "
-        "stages occur, but the third rank level arrives only near t ≈ 6500 instead of ≈ 700 "
-        "(the late stages are stiff, hence the ROS2 solver).\n\n"
+        "The model, the snapshots, the stage detector and the measured time scales (λ = 0.8 "
+        "against 0.5, the stiff late stages behind ROS2) are in docs/markov.md.\n\n"
         "Controls: `uniform-pi` also fails `attention-frozen` (there is no Stage-I window), and "
         "`large-init` leaves `dilution` passing (0.62 [0.50, 0.75] at tiny: the attention of the "
         "low-frequency queries still rises and falls), so that claim alone does not show stage "
         "separation. The two wrong theories reuse the stored run.\n\n"
-        "The JSON summary has `sigma1_theory`, `sigma1_measured`, `plateau_gap_theory`, "
-        "`plateau_gap_measured`, `final_loss_gap`, every per-seed statistic, every claim's "
-        "interval and `stages` (per seed, the stages found by `detect_stages`).\n\n"
+        "The JSON summary has σ₁ and the plateau's L − L* (theory and measured), every per-seed "
+        "statistic, every claim's interval and the stages found per seed.\n\n"
         "History of definitions: `focus-alignment` was first read at the end of the detector's "
         "focus leg, where dilution has already begun (tiny 0.914 [0.840, 0.989], failing 0.9); "
         "Thm 3.5 states the alignment before dilution, hence the earlier reading (the value at "
@@ -349,105 +359,37 @@ class MarkovStages(Experiment):
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         from attndyn.models.markov import DataLaw
-        from attndyn.models.markov.stages import detect_stages, stage_signals
         from attndyn.models.markov.theory.closed_forms import plateau_gap
 
-        traj, sim = results["traj"], results["sim"]
-        law = DataLaw(sim)
-        pi, P = law.pi, law.P
-        d = len(pi)
-        track = tuple(range(d))
-        top = int(np.argmax(pi))
-        low = [i for i in track if i != top]
+        traj, law = results["traj"], DataLaw(results["sim"])
         t = traj["time"].values
-        m: dict[str, Any] = {
-            "pi": [float(x) for x in pi],
-            "lam": config.base.lam,
-            "sigma1_theory": sigma1(config, pi),
-            "plateau_gap_theory": plateau_gap(pi, P),
-        }
-        per: dict[str, list[float]] = {
-            k: []
-            for k in (
-                "rate",
-                "drift",
-                "window_start",
-                "window_end",
-                "plateau",
-                "plateau_time",
-                "align",
-                "align_at_peak",
-                "focus_end",
-                "dilution",
-                "below_pi",
-                "levels",
-                "erank_min",
-            )
-        }
-        stages = []
+        rows, stages = [], []
         for s in range(traj.sizes["seed"]):
-            one = {k: traj[k].values[s] for k in traj.data_vars}
-            rate, drift, ta, tb = stage1(t, one["stage1_mode"], one["wqk_drift"], config.top)
-            per["rate"].append(rate)
-            per["drift"].append(drift)
-            per["window_start"].append(ta)
-            per["window_end"].append(tb)
-            f, dl = stage_signals(one, pi, track)
-            found = detect_stages(t, one["erank_W0"], f, dl)
-            stages.append([st.as_dict() for st in found])
-            # condensation after the Stage-I window: the loss's steepest fall (in log t) before
-            # the first focus stage; the detector's erank ≤ 1.15 is not used, since at ε = 1/m the
-            # frozen init bulk of W₀ keeps erank ≥ 1.5 (docs/claims/markov-stages.md, "Presets")
-            focus = [st for st in found if st.name == "focus" and st.end > tb]
-            plateau, t_plat = plateau_after_drop(t, one["loss_gap"], tb, focus)
-            per["plateau"].append(plateau)
-            per["plateau_time"].append(t_plat)
-            align, f_end, align_late = np.nan, np.nan, np.nan
-            if focus:
-                # focus ends where it peaks or where dilution begins, whichever comes first
-                dil = [
-                    st.start for st in found if st.name == "dilution" and st.end > focus[0].start
-                ]
-                f_end = min([focus[0].end, *dil])
-                align = float(np.interp(f_end, t, one["align_phi"]))
-                align_late = float(np.interp(focus[0].end, t, one["align_phi"]))
-            per["align"].append(align)
-            per["align_at_peak"].append(align_late)
-            per["focus_end"].append(f_end)
-            falls, below = [], []
-            for i in low:
-                a = one[f"attn_{i}_{top}"]
-                p = int(np.nanargmax(a))
-                after = a[p:]
-                falls.append(float(a[p] - np.nanmin(after)))
-                below.append(float(pi[top] - np.nanmin(after)))
-            per["dilution"].append(min(falls) if falls else np.nan)
-            per["below_pi"].append(min(below) if below else np.nan)
-            per["levels"].append(float(rank_levels(one["erank_W0"])))
-            per["erank_min"].append(float(np.nanmin(one["erank_W0"])))
-        m["per_seed"] = per
-        m["stages"] = stages
-        sig = m["sigma1_theory"]
-        m["rate_ci"] = mean_ci(per["rate"])
+            row, found = seed_stats(config, t, law.pi, {k: traj[k].values[s] for k in traj})
+            rows.append(row)
+            stages.append(found)
+        per = {k: [r[k] for r in rows] for k in rows[0]}
+        m: dict[str, Any] = {
+            "pi": [float(x) for x in law.pi],
+            "lam": config.base.lam,
+            "sigma1_theory": sigma1(config, law.pi),
+            "plateau_gap_theory": plateau_gap(law.pi, law.P),
+            "per_seed": per,
+            "stages": stages,
+            "diverged": int(traj["diverged"].sum()),
+            "final_loss_gap": float(np.nanmean(traj["loss_gap"].values[:, -1])),
+        }
+        for k in ("rate", "drift", "plateau", "align", "dilution", "levels"):
+            m[f"{k}_ci"] = mean_ci(per[k])
         m["sigma1_measured"] = m["rate_ci"].value
-        m["rate_ratio"] = m["rate_ci"].map(lambda x: x / sig if sig > 0 else float("nan"))
-        m["drift_ci"] = mean_ci(per["drift"])
-        m["plateau_ci"] = mean_ci(per["plateau"])
         m["plateau_gap_measured"] = m["plateau_ci"].value
-        gap = m["plateau_gap_theory"]
-        m["plateau_ratio"] = m["plateau_ci"].map(lambda x: x / gap if gap > 0 else float("nan"))
-        m["align_ci"] = mean_ci(per["align"])
-        m["dilution_ci"] = mean_ci(per["dilution"])
-        m["levels_ci"] = mean_ci(per["levels"])
-        m["diverged"] = int(traj["diverged"].sum())
-        m["final_loss_gap"] = float(np.nanmean(traj["loss_gap"].values[:, -1]))
         return m
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
         return [Check.compare("seeds diverged", m["diverged"], "==", 0)]
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
-        per = m["per_seed"]
+        per, sig, gap = m["per_seed"], m["sigma1_theory"], m["plateau_gap_theory"]
         window = (
             f"window t ∈ [{_mean(per['window_start']):.3g}, "
             f"{_mean(per['window_end']):.3g}] (seed means)"
@@ -455,15 +397,15 @@ class MarkovStages(Experiment):
         rate, plateau = m["rate_ci"], m["plateau_ci"]
         return {
             "stage1-rate": Evidence(
-                m["rate_ratio"],
+                rate.map(lambda x: x / sig if sig > 0 else float("nan")),
                 detail=f"slope {rate.value:.4f} [{rate.low:.4f}, {rate.high:.4f}] over σ₁ = "
-                f"{m['sigma1_theory']:.4f} ({config.sigma1_theory}), {window}",
+                f"{sig:.4f} ({config.sigma1_theory}), {window}",
             ),
             "attention-frozen": Evidence(m["drift_ci"], detail=window),
             "plateau-gap": Evidence(
-                m["plateau_ratio"],
+                plateau.map(lambda x: x / gap if gap > 0 else float("nan")),
                 detail=f"L − L* = {plateau.value:.5f} [{plateau.low:.5f}, {plateau.high:.5f}] "
-                f"over Σπ_i KL(P_i‖π) = {m['plateau_gap_theory']:.5f} (Prop. 3.3)",
+                f"over Σπ_i KL(P_i‖π) = {gap:.5f} (Prop. 3.3)",
             ),
             "focus-alignment": Evidence(
                 m["align_ci"],
@@ -482,25 +424,81 @@ class MarkovStages(Experiment):
     def summary(self, m: dict[str, Any]) -> dict[str, Any]:
         from attndyn.core.serial import json_safe
 
-        keys = (
-            "pi",
-            "lam",
-            "sigma1_theory",
-            "sigma1_measured",
-            "plateau_gap_theory",
-            "plateau_gap_measured",
-            "final_loss_gap",
-            "per_seed",
-            "stages",
-        )
-        out = {k: m[k] for k in keys}
-        for k in ("rate_ci", "drift_ci", "plateau_ci", "align_ci", "dilution_ci", "levels_ci"):
-            out[k] = m[k]
-        return json_safe(out)
+        return json_safe({k: v for k, v in m.items() if k != "diverged"})
 
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-        from attndyn.experiments.markov.stages_figure import draw
-
         return save_figure(draw(config, results["traj"], m), path)
+
+
+def draw(config: Config, traj, m: dict[str, Any]):
+    """Fig. 2's panels for seed 0, (c)–(f) as Fig. 2C, D2, D1 and B, and the cosines of W₀'s rows
+    at the end of condensation, focus, the first dilution and the run (Fig. 2A, Appendix E.2)."""
+    t = traj["time"].values
+    pos = t > 0
+    d, top, stages = len(m["pi"]), int(np.argmax(m["pi"])), m["stages"][0]
+    fig, _ = new_figure(0, figsize=(16, 10))
+    grid = fig.add_gridspec(3, 4)
+
+    def one(name: str) -> np.ndarray:
+        return traj[name].values[0]
+
+    def panel(cell, lines, ylabel: str, title: str, shade: bool = True, log_y: bool = False):
+        ax = fig.add_subplot(cell)
+        for y, label, *style in lines:
+            ax.plot(t[pos], y[pos], *style, label=label)
+        ax.set(xscale="log", yscale="log" if log_y else "linear")
+        ax.set(xlabel="t", ylabel=ylabel, title=title)
+        for st in stages if shade else ():
+            ax.axvspan(
+                max(st["start"], 1e-3), st["end"], color=STAGE_COLOURS[st["name"]], alpha=0.12
+            )
+        return ax
+
+    gap = [(np.maximum(one("loss_gap"), 1e-12), None, "k")]
+    ax = panel(grid[0, 0], gap, "L − L*", "(a) loss gap and detected stages", log_y=True)
+    ax.axhline(m["plateau_gap_theory"], color="C1", ls="--", label="Σπ_i KL(P_i‖π) (Prop. 3.3)")
+    for name, colour in STAGE_COLOURS.items():
+        ax.plot([], [], color=colour, alpha=0.4, lw=6, label=name)
+    ranks = [(one(f"erank_{w}"), f"erank {label}") for w, label in (("W0", "W₀"), ("WQK", "W_QK"))]
+    panel(grid[0, 1], ranks, "effective rank", "(b) effective ranks")
+    attn = [(one(f"attn_{i}_{top}"), f"query {i}") for i in range(d)]
+    panel(grid[0, 2], attn, f"𝔸_(i,{top})", "(c) attention on the frequent token")
+    norms = [(one(f"norm_{i}"), f"token {i}") for i in range(d)]
+    panel(grid[0, 3], norms, "‖W₀[i]‖", "(d) embedding norms", shade=False, log_y=True)
+    entropy = [(one(f"entropy_{i}"), f"query {i}") for i in range(d)]
+    entropy.append((one("entropy_mean"), "Σπ_i H(𝔸_i)", "k--"))
+    panel(grid[1, 0], entropy, "nats", "(e) attention entropy")
+    align = [(one("align_phi"), "cos(Φ, ππᵀ)"), (one("align_pi"), "|cos(u₁(W₀), π)|")]
+    align.append((np.minimum(one("wqk_drift"), 2.0), "W_QK drift (≤ 2)"))
+    panel(grid[1, 2:], align, "alignment / drift", "alignments and the attention block's drift")
+    ax = fig.add_subplot(grid[1, 1])
+    for i in range(d):
+        x, y = one(f"pc1_{i}"), one(f"pc2_{i}")
+        ax.plot(x, y, "-", color=f"C{i}", lw=1, label=f"token {i}")
+        ax.scatter(x, y, c=np.log10(np.maximum(t, t[pos][0])), cmap="viridis", s=8)
+    ax.set(xlabel="PC1", ylabel="PC2", title="(f) PCA of W₀ rows (colour: log t)")
+    for ax in fig.axes:
+        ax.legend(fontsize=7, frameon=False)
+
+    ends = {}
+    for st in stages:
+        ends.setdefault(st["name"], st["end"])
+    picks = [(n, ends[n]) for n in ("condensation", "focus", "dilution") if n in ends]
+    for c, (name, when) in enumerate([*picks, ("end", float(t[-1]))][:4]):
+        ax = fig.add_subplot(grid[2, c])
+        k = int(np.argmin(np.abs(t - when)))
+        cos = np.eye(d)
+        for i in range(d):
+            for j in range(i + 1, d):
+                cos[i, j] = cos[j, i] = float(traj[f"cos_{i}_{j}"].values[0, k])
+        im = ax.imshow(cos, vmin=-1, vmax=1, cmap="RdBu_r")
+        ax.set(title=f"cos(W₀[i], W₀[j]) at {name}, t = {t[k]:.3g}", xlabel="token j")
+        ax.set(ylabel="token i", xticks=range(d), yticks=range(d))
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.suptitle(
+        f"markov-stages: π = {tuple(round(p, 3) for p in m['pi'])}, λ = {m['lam']}, m = "
+        f"{config.base.m}, ε = {config.base.epsilon:g}, {config.base.optimizer}"
+    )
+    return fig  # save_figure lays it out

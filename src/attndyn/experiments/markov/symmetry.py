@@ -1,40 +1,22 @@
-"""``markov-symmetry`` (arXiv 2605.01199, Prop. 3.8 and Thm 3.9): exactly symmetric low-frequency
-tokens stall training on the rank-one manifold; an asymmetry δ restarts it, after an escape time
-that we measure against δ (the paper proves the Θ(δ) transverse eigenvalue, not the time).
-
-Setting: the population gradient flow θ̇ = −∇L(θ) (Prop. 2.3, Eq. 4) of the Def. 2.2 model on
-the two-group law of Eq. 1, π = (π₁, (1 − π₁)/(d − 1) + c_iδ) with c linear (for d = 3 exactly
-Thm 3.9's π̃), P = λI + (1 − λ)𝟙πᵀ (Eq. 2). The prediction d log μ/d log δ → 1, d log τ/d log δ
-→ −1 is derived in the page's notes; the claims, controls and presets are declared on
-:class:`MarkovSymmetry` (docs/claims/markov-symmetry.md is generated from them).
-"""
+"""``markov-symmetry`` (arXiv 2605.01199, Prop. 3.8 and Thm 3.9): the population gradient flow
+(Prop. 2.3, Eq. 4) of Def. 2.2's model on Eq. 1's two-group law with asymmetry δ, P = λI +
+(1 − λ)𝟙πᵀ (Eq. 2): the stall at δ = 0, and the escape time and transverse growth rate against
+δ > 0 (the paper proves the Θ(δ) transverse eigenvalue, not the time)."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    Interval,
-    RunContext,
-    at_least,
-    below,
-    bootstrap_ci,
-    claim,
-    mean_ci,
-    measured,
-    within,
-    worst,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig
+from attndyn.claims.spec import Evidence, at_least, below, claim, measured, within
+from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.markov.config import MarkovConfig
@@ -43,10 +25,9 @@ from attndyn.models.markov.config import MarkovConfig
 class Config(ExperimentConfig):
     base: MarkovConfig = Base(
         MarkovConfig,
-        "population gradient flow (the adaptive Bogacki–Shampine integrator, rtol 10⁻⁶, "
-        "float64) on the two-group law of Eq. 1 (π₁ = 0.7, c linear), λ = 0.5, m = 8, init "
-        "N(0, ε²) with ε = 10⁻³ (not 1/m: the frozen transverse init sets erank(W₀)'s plateau "
-        "floor), log-spaced records, token 0 tracked; d, δ and t_max are set per run",
+        "population gradient flow (`bs3`: the adaptive Bogacki–Shampine integrator) on the "
+        "two-group law of Eq. 1 (c linear), init N(0, ε²) with ε not 1/m (the frozen transverse "
+        "init sets erank(W₀)'s plateau floor); d, δ and t_max are set per run",
         data="population",
         optimizer="flow",
         pi_kind="two-group",
@@ -112,22 +93,12 @@ def law(config: Config, d: int, delta: float, perturb: str) -> dict[str, Any]:
 
 
 NOTES = """\
-**Theory: what the slopes should be.** On the rank-one manifold W₀ = γα₁ᵀ, W₁ = α₁βᵀ (Prop.
-3.6), perturb transversally: W₀ += u vᵀ, W₁ += v wᵀ with v ⊥ α₁. Then δM = 0 and δΦ = 0 to first
-order, and Eq. 4 gives u̇ = −G w, ẇ = −Gᵀu with G = ∂L/∂M at the stall point: the transverse
-growth rate is the top singular value of G. At δ = 0 the stall point has G = 0 (Prop. 3.8), so
-the transverse part of the init, of relative size r₀ ∝ ε, is frozen: training stalls (none was
-seen to escape up to t = 8·10⁴). At δ > 0 the point θ(δ) of Thm 3.9 has G = Θ(δ), so r = σ₂/σ₁
-grows as r₀e^{μt} with μ(δ) = κδ + O(δ²) and τ(δ) ≈ log(r_thr/r₀)/μ(δ). r₀ does not depend on
-δ (the rank-one manifold is invariant for every π; measured: r at plateau arrival agrees across
-δ to 3 digits per seed). Hence d log μ/d log δ → 1 and d log τ/d log δ → −1 as δ → 0, with a
-relative correction bδ/(κ + bδ) at finite δ (measured at small, d = 4: μ/δ = 0.0598 … 0.0857
-for δ = 0.0025 … 0.02, κ ≈ 0.056, b ≈ 1.5, so the fitted slope is ≈ 1.17). τ·μ ≈ 3.3–3.4 at
-every δ: the escape is exponential growth from one fixed seed size. With ε = 10⁻⁴ instead of
-10⁻³ (d = 4, δ = 0.01) r at arrival scales with ε, μ is unchanged and τ grows by ≈ ln(10)/μ.
-
-**Solver.** bs3 at rtol 10⁻⁶; the family's ROS2 at rtol 10⁻⁴ gives the same tiny results
-(escape times within 0.4 %, slopes within 0.003) in the same CPU time.
+**Theory.** Why μ = κδ + O(δ²) (u̇ = −Gw, ẇ = −Gᵀu off the rank-one manifold, G = ∂L/∂M) and
+τ ≈ log(r_thr/r₀)/μ with r₀ independent of δ, hence slopes 1 and −1 as δ → 0, and the measured
+κ, τ·μ, ε- and solver-dependence: docs/markov.md, "Symmetry and restart". r at plateau arrival
+agrees across δ to 3 digits per seed. At finite δ the slope carries a relative correction
+bδ/(κ + bδ): at small, d = 4, μ/δ = 0.0598 … 0.0857 for δ = 0.0025 … 0.02 (κ ≈ 0.056, b ≈ 1.5),
+so the fitted slope is ≈ 1.17.
 
 **Controls.** `frequent-only` also fails `symmetric-stall` (no escape time to compare the
 horizon with). `m-rate` and `tangential-theory` reuse the stored runs.
@@ -137,10 +108,6 @@ its interval; none reaches δ small enough to see the slope converge to 1 within
 The stall is shown up to a finite horizon only; an escape through higher-order terms on a longer
 time is not excluded.
 """
-
-
-def stall_horizon(config: Config) -> float:
-    return config.stall_factor * config.horizon / min(config.deltas)
 
 
 def first_crossing(t: np.ndarray, y: np.ndarray, level: float, start: int) -> float:
@@ -163,34 +130,58 @@ def arrival_index(gap: np.ndarray, ref: float, tol: float) -> int:
 
 
 def seed_escape(config: Config, t, erank, gap, ratio, grad_sv) -> dict[str, float]:
-    """Escape time, plateau arrival, transverse growth rate of one seed's δ run and the
-    top singular value of ∂L/∂M averaged over the rate's fit window."""
-    thr = config.erank_threshold
-    below = np.where(erank < thr)[0]
-    out = {"t_cond": float(t[below[0]]) if len(below) else float("nan")}
+    """One seed's δ run: escape time t_esc, plateau arrival t_arr, τ = t_esc − t_arr, the
+    transverse growth rate and σ₁(∂L/∂M) averaged over the rate's fit window (NaN without an
+    escape)."""
+    below = np.flatnonzero(erank < config.erank_threshold)
     start = int(below[0]) if len(below) else len(t) - 1
-    t_esc = first_crossing(t, erank, thr, start)
-    out["t_esc"] = t_esc
+    t_esc = first_crossing(t, erank, config.erank_threshold, start)
+    nan = float("nan")
     if not np.isfinite(t_esc):
-        nan = float("nan")
-        return {**out, "t_arr": nan, "tau": nan, "rate": nan, "grad_sv": nan}
+        return {"t_esc": t_esc, "t_arr": nan, "tau": nan, "rate": nan, "grad_sv": nan}
     k_esc = int(np.searchsorted(t, t_esc))
     k_arr = arrival_index(gap[: k_esc + 1], gap[min(k_esc, len(t) - 1)], config.arrival_tol)
-    out["t_arr"] = float(t[k_arr])
-    out["tau"] = t_esc - out["t_arr"]
-    r_arr = ratio[k_arr]
-    window = (np.arange(len(t)) >= k_arr) & (ratio >= config.rate_low * r_arr)
-    top = np.where((np.arange(len(t)) >= k_arr) & (ratio >= config.rate_high))[0]
+    after = np.arange(len(t)) >= k_arr
+    window = after & (ratio >= config.rate_low * ratio[k_arr])
+    top = np.flatnonzero(after & (ratio >= config.rate_high))
     if len(top):
         window &= np.arange(len(t)) <= top[0]
-    out["rate"] = (
-        float(np.polyfit(t[window], np.log(ratio[window]), 1)[0])
-        if window.sum() >= 3
-        else float("nan")
-    )
-    out["n_rate_points"] = int(window.sum())
-    out["grad_sv"] = float(np.mean(grad_sv[window])) if window.any() else float("nan")
-    return out
+    rate = float(np.polyfit(t[window], np.log(ratio[window]), 1)[0]) if window.sum() >= 3 else nan
+    return {
+        "t_esc": t_esc,
+        "t_arr": float(t[k_arr]),
+        "tau": t_esc - float(t[k_arr]),
+        "rate": rate,
+        "grad_sv": float(np.mean(grad_sv[window])) if window.any() else nan,
+    }
+
+
+def escapes(config: Config, tr) -> dict[str, np.ndarray]:
+    """:func:`seed_escape` of every seed of one δ run, and erank(W₀) at its horizon."""
+    t, series = tr["time"].values, ("erank_W0", "loss_gap", "sv_ratio_W0", "gradM_sv1")
+    rows = [
+        seed_escape(config, t, *(tr[k].values[s] for k in series)) for s in range(tr.sizes["seed"])
+    ]
+    out = {k: np.asarray([r[k] for r in rows], float) for k in rows[0]}
+    return out | {"erank_end": tr["erank_W0"].values[:, -1]}
+
+
+def stall_stats(config: Config, tr, t_esc_max: float) -> dict[str, Any]:
+    """The symmetric run: per seed the largest erank(W₀) from plateau arrival to the horizon, the
+    loss gap's relative drift over the second half, and the horizon over the slowest escape."""
+    t, er, gap = tr["time"].values, tr["erank_W0"].values, tr["loss_gap"].values
+    horizon = float(t[-1])
+    k_arr = [arrival_index(g, g[-1], config.arrival_tol) for g in gap]
+    late = gap[:, t >= horizon / 2]
+    return {
+        "horizon": horizon,
+        "max_erank": mean_ci([float(np.max(e[k:])) for e, k in zip(er, k_arr, strict=True)]),
+        "t_arrival": [float(t[k]) for k in k_arr],
+        "gap_drift": float(np.max((late.max(axis=1) - late.min(axis=1)) / abs(late[:, -1]))),
+        "gap_end": float(np.mean(gap[:, -1])),
+        "erank_at_arrival": float(np.max([er[s, k] for s, k in enumerate(k_arr)])),
+        "horizon_over_escape": horizon / t_esc_max if np.isfinite(t_esc_max) else None,
+    }
 
 
 def loglog_slope(deltas: np.ndarray, *groups: np.ndarray) -> float:
@@ -279,10 +270,10 @@ class MarkovSymmetry(Experiment):
             "(observable `gradM_sv1`) averaged over the rate's fit window; Student-t 95 % CI, "
             "worst δ (the interval end farthest from 1)",
             target=within(1.0, "rate_tol"),
-            reason="u̇ = −Gw, ẇ = −Gᵀu (notes): W₀'s transverse part grows at σ₁(G). 0.1 is the "
-            "first-order theory's error budget: G drifts along the plateau (averaged over the "
-            "window) and the window ends at σ₂/σ₁ = `rate_high`, where second-order terms are a "
-            "few per cent; a factor 2 (the control) is far outside",
+            reason="u̇ = −Gw, ẇ = −Gᵀu (docs/markov.md): W₀'s transverse part grows at σ₁(G). "
+            "0.1 is the first-order theory's error budget: G drifts along the plateau (averaged "
+            "over the window) and the window ends at σ₂/σ₁ = `rate_high`, where second-order "
+            "terms are a few per cent; a factor 2 (the control) is far outside",
             controls=("frequent-only", "m-rate"),
             over="ds",
         ),
@@ -316,106 +307,64 @@ class MarkovSymmetry(Experiment):
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        base, horizon = config.base, config.horizon
+        base, stall_t = config.base, config.stall_factor * config.horizon / min(config.deltas)
         for d in config.ds:
             stall = law(config, d, config.stall_delta, "low")
-            out[(d, "stall")] = ctx.simulate("markov", base, t_max=stall_horizon(config), **stall)
+            out[(d, "stall")] = ctx.simulate("markov", base, t_max=stall_t, **stall)
             for delta in config.deltas:
                 run = law(config, d, delta, config.perturb)
-                out[(d, delta)] = ctx.simulate("markov", base, t_max=horizon / delta, **run)
+                out[(d, delta)] = ctx.simulate("markov", base, t_max=config.horizon / delta, **run)
         return out
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
-        m: dict[str, Any] = {"diverged": 0, "per_d": {}}
-        deltas = np.asarray(config.deltas)
+        diverged = sum(int((tr["diverged_step"].values >= 0).sum()) for tr in results.values())
+        m: dict[str, Any] = {"diverged": diverged, "per_d": {}}
+        deltas, f = np.asarray(config.deltas), config.theory_rate_factor
         for d in config.ds:
-            md: dict[str, Any] = {"runs": {}}
-            for delta in config.deltas:
-                tr = results[(d, delta)]
-                m["diverged"] += int((tr["diverged_step"].values >= 0).sum())
-                t = tr["time"].values
-                rows = [
-                    seed_escape(
-                        config,
-                        t,
-                        tr["erank_W0"].values[s],
-                        tr["loss_gap"].values[s],
-                        tr["sv_ratio_W0"].values[s],
-                        tr["gradM_sv1"].values[s],
-                    )
-                    for s in range(tr.sizes["seed"])
-                ]
-                md["runs"][delta] = {
-                    k: np.asarray([r.get(k, np.nan) for r in rows], float) for k in rows[0]
-                }
-                md["runs"][delta]["erank_end"] = tr["erank_W0"].values[:, -1]
-            runs = md["runs"]
-            md["restart"] = {delta: mean_ci(runs[delta]["erank_end"]) for delta in config.deltas}
-            md["all_crossed"] = bool(all(np.isfinite(runs[x]["t_esc"]).all() for x in deltas))
-            md["tau_mean"] = {x: float(np.mean(runs[x]["tau"])) for x in config.deltas}
-            md["rate_mean"] = {x: float(np.mean(runs[x]["rate"])) for x in config.deltas}
-            md["escape_slope"] = bootstrap_ci(
-                [runs[x]["tau"] for x in config.deltas],
-                lambda *g: loglog_slope(deltas, *g),
-            )
-            md["rate_slope"] = bootstrap_ci(
-                [runs[x]["rate"] for x in config.deltas],
-                lambda *g: loglog_slope(deltas, *g),
-            )
-            md["rate_over_delta"] = {x: md["rate_mean"][x] / x for x in config.deltas}
-            f = config.theory_rate_factor
-            md["rate_theory"] = {
-                x: mean_ci(runs[x]["rate"] / (f * runs[x]["grad_sv"])) for x in config.deltas
+            runs = {x: escapes(config, results[(d, x)]) for x in config.deltas}
+            mean = {
+                k: {x: float(np.mean(runs[x][k])) for x in config.deltas}
+                for k in ("tau", "rate", "grad_sv")
             }
-            md["grad_sv_mean"] = {x: float(np.mean(runs[x]["grad_sv"])) for x in config.deltas}
+            slope = {
+                k: bootstrap_ci([runs[x][k] for x in config.deltas], partial(loglog_slope, deltas))
+                for k in ("tau", "rate")
+            }
             t_esc_max = float(np.max([runs[x]["t_esc"] for x in config.deltas]))
-            md["t_esc_max"] = t_esc_max
-            # the symmetric run
-            tr = results[(d, "stall")]
-            m["diverged"] += int((tr["diverged_step"].values >= 0).sum())
-            t = tr["time"].values
-            horizon = float(t[-1])
-            er, gap = tr["erank_W0"].values, tr["loss_gap"].values
-            max_er, drift, t_arr = [], [], []
-            for s in range(er.shape[0]):
-                k = arrival_index(gap[s], gap[s, -1], config.arrival_tol)
-                t_arr.append(float(t[k]))
-                max_er.append(float(np.max(er[s, k:])))
-                half = t >= horizon / 2
-                g = gap[s, half]
-                drift.append(float((g.max() - g.min()) / abs(g[-1])))
-            md["stall"] = {
-                "horizon": horizon,
-                "max_erank": mean_ci(max_er),
-                "t_arrival": t_arr,
-                "gap_drift": float(np.max(drift)),
-                "gap_end": float(np.mean(gap[:, -1])),
-                "erank_at_arrival": float(
-                    np.max([er[s, np.searchsorted(t, ta)] for s, ta in enumerate(t_arr)])
-                ),
-                "horizon_over_escape": horizon / t_esc_max if np.isfinite(t_esc_max) else None,
+            m["per_d"][d] = {
+                "runs": runs,
+                "restart": {x: mean_ci(runs[x]["erank_end"]) for x in config.deltas},
+                "all_crossed": bool(all(np.isfinite(runs[x]["t_esc"]).all() for x in deltas)),
+                "tau_mean": mean["tau"],
+                "rate_mean": mean["rate"],
+                "grad_sv_mean": mean["grad_sv"],
+                "escape_slope": slope["tau"],
+                "rate_slope": slope["rate"],
+                "rate_over_delta": {x: mean["rate"][x] / x for x in config.deltas},
+                "rate_theory": {
+                    x: mean_ci(runs[x]["rate"] / (f * runs[x]["grad_sv"])) for x in config.deltas
+                },
+                "t_esc_max": t_esc_max,
+                "stall": stall_stats(config, results[(d, "stall")], t_esc_max),
             }
-            m["per_d"][d] = md
         return m
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
-        checks = [Check.compare("seeds diverged (every run)", m["diverged"], "==", 0)]
-        for d, md in m["per_d"].items():
-            checks.append(
-                Check.compare(
-                    f"d={d}: erank(W₀) of the symmetric run at plateau arrival (max over seeds)",
-                    md["stall"]["erank_at_arrival"],
-                    "<",
-                    config.erank_threshold - 0.05,
-                )
+        return [Check.compare("seeds diverged (every run)", m["diverged"], "==", 0)] + [
+            Check.compare(
+                f"d={d}: erank(W₀) of the symmetric run at plateau arrival (max over seeds)",
+                md["stall"]["erank_at_arrival"],
+                "<",
+                config.erank_threshold - 0.05,
             )
-        return checks
+            for d, md in m["per_d"].items()
+        ]
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for d, md in m["per_d"].items():
             st = md["stall"]
-            ratio = st["horizon_over_escape"]
+            ratio, drift, bound = st["horizon_over_escape"], st["gap_drift"], config.plateau_drift
             out[f"symmetric-stall-d{d}"] = Evidence(
                 st["max_erank"],
                 checks=(
@@ -423,69 +372,55 @@ class MarkovSymmetry(Experiment):
                         f"horizon >= {config.stall_factor:g} × the largest escape time",
                         ratio is not None and ratio >= config.stall_factor,
                     ),
-                    Check.compare(
-                        "loss-gap drift over the second half",
-                        st["gap_drift"],
-                        "<=",
-                        config.plateau_drift,
-                    ),
+                    Check.compare("loss-gap drift over the second half", drift, "<=", bound),
                 ),
                 detail=f"δ = {config.stall_delta:g}, plateau arrival t ≈ "
                 f"{np.mean(st['t_arrival']):.0f}, horizon {st['horizon']:.0f} = "
                 f"{ratio if ratio is None else round(ratio, 2)} × the largest escape time; loss "
-                f"gap {st['gap_end']:.4f}, relative drift {st['gap_drift']:.2e} over the second "
+                f"gap {st['gap_end']:.4f}, relative drift {drift:.2e} over the second "
                 "half",
             )
-            key = worst(md["restart"], "low")
+            restart, rt = md["restart"], md["rate_theory"]
+            key = worst(restart, "low")
             out[f"restart-d{d}"] = Evidence(
-                md["restart"][key],
+                restart[key],
                 checks=(Check("every seed crossed the threshold", md["all_crossed"]),),
-                detail=f"worst δ = {key:g} (per δ: "
-                + ", ".join(f"{x:g}: {v.value:.3f}" for x, v in md["restart"].items())
-                + ")",
+                detail=f"worst δ = {key:g} (per δ: {_per_delta(restart, '.3f')})",
             )
-            rt = md["rate_theory"]
             key = max(rt, key=lambda x: _distance(rt[x], 1.0))
             out[f"rate-theory-d{d}"] = Evidence(
                 rt[key],
                 detail=f"factor {config.theory_rate_factor:g}; worst δ = {key:g} (per δ: "
-                + ", ".join(f"{x:g}: {v.value:.4f}" for x, v in rt.items())
-                + ")",
+                f"{_per_delta(rt, '.4f')})",
             )
             out[f"rate-slope-d{d}"] = Evidence(
-                md["rate_slope"],
-                detail="μ/δ per δ: "
-                + ", ".join(f"{x:g}: {v:.4g}" for x, v in md["rate_over_delta"].items()),
+                md["rate_slope"], detail=f"μ/δ per δ: {_per_delta(md['rate_over_delta'], '.4g')}"
             )
             out[f"escape-slope-d{d}"] = Evidence(
                 md["escape_slope"],
                 bounds=(-config.theory_exponent,),
-                detail="τ per δ: "
-                + ", ".join(f"{x:g}: {v:.4g}" for x, v in md["tau_mean"].items()),
+                detail=f"τ per δ: {_per_delta(md['tau_mean'], '.4g')}",
             )
         return out
 
     def summary(self, m: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"diverged": m["diverged"]}
         for d, md in m["per_d"].items():
+            st = md["stall"]
             out[f"d{d}"] = {
                 "escape_slope": _iv(md["escape_slope"]),
                 "rate_slope": _iv(md["rate_slope"]),
-                "tau_mean": {str(k): v for k, v in md["tau_mean"].items()},
-                "rate_mean": {str(k): v for k, v in md["rate_mean"].items()},
-                "rate_over_delta": {str(k): v for k, v in md["rate_over_delta"].items()},
-                "rate_over_gradM_sv1": {str(k): _iv(v) for k, v in md["rate_theory"].items()},
+                "tau_mean": md["tau_mean"],
+                "rate_mean": md["rate_mean"],
+                "rate_over_delta": md["rate_over_delta"],
+                "rate_over_gradM_sv1": {k: _iv(v) for k, v in md["rate_theory"].items()},
                 "t_esc_max": md["t_esc_max"],
-                "erank_end": {str(k): _iv(v) for k, v in md["restart"].items()},
+                "erank_end": {k: _iv(v) for k, v in md["restart"].items()},
                 "stall": {
-                    "horizon": md["stall"]["horizon"],
-                    "max_erank": _iv(md["stall"]["max_erank"]),
-                    "gap_end": md["stall"]["gap_end"],
-                    "gap_drift": md["stall"]["gap_drift"],
-                    "horizon_over_escape": md["stall"]["horizon_over_escape"],
-                },
+                    k: st[k] for k in ("horizon", "gap_end", "gap_drift", "horizon_over_escape")
+                }
+                | {"max_erank": _iv(st["max_erank"])},
             }
-        out["diverged"] = m["diverged"]
         return json_safe(out)
 
     def figure(
@@ -496,35 +431,20 @@ class MarkovSymmetry(Experiment):
         ds = list(m["per_d"])
         fig, axes = new_figure(len(ds), 3, figsize=(14, 4.0 * len(ds)), squeeze=False)
         deltas = np.asarray(config.deltas)
-        for row, d in enumerate(ds):
+        for (ax, *slopes), d in zip(axes, ds, strict=True):
             md = m["per_d"][d]
-            ax = axes[row, 0]
-            tr = results[(d, "stall")]
-            ax.plot(
-                tr["time"][1:],
-                tr["erank_W0"].mean("seed")[1:],
-                "k",
-                label=f"δ = {config.stall_delta:g}",
-            )
-            for i, x in enumerate(config.deltas):
-                tr = results[(d, x)]
-                ax.plot(
-                    tr["time"][1:],
-                    tr["erank_W0"].mean("seed")[1:],
-                    color=f"C{i}",
-                    label=f"δ = {x:g}",
-                )
+            for i, key in enumerate(["stall", *config.deltas]):
+                tr, x = results[(d, key)], config.stall_delta if key == "stall" else key
+                erank = tr["erank_W0"].mean("seed")[1:]
+                ax.plot(tr["time"][1:], erank, color=f"C{i - 1}" if i else "k", label=f"δ = {x:g}")
             ax.axhline(config.erank_threshold, color="grey", ls=":", lw=1)
-            ax.set_xscale("log")
-            ax.set_xlabel("flow time t")
-            ax.set_ylabel("erank(W₀) (seed mean)")
+            ax.set(xscale="log", xlabel="flow time t", ylabel="erank(W₀) (seed mean)")
             ax.set_title(f"(a) d = {d}: stall at δ = 0, restart at δ > 0")
             ax.legend(frameon=False, fontsize=8)
-            for col, (key, label, sign) in enumerate(
-                (("tau", "escape time τ = t_esc − t_arr", -1), ("rate", "transverse rate μ", 1)),
-                start=1,
+            for ax, panel, key, label, sign in (
+                (slopes[0], "b", "tau", "escape time τ = t_esc − t_arr", -1),
+                (slopes[1], "c", "rate", "transverse rate μ", 1),
             ):
-                ax = axes[row, col]
                 vals = [md["runs"][x][key] for x in config.deltas]
                 for x, v in zip(deltas, vals, strict=True):
                     ax.loglog(np.full(len(v), x), v, ".", color="C0", alpha=0.6)
@@ -533,22 +453,25 @@ class MarkovSymmetry(Experiment):
                 slope = md["escape_slope" if key == "tau" else "rate_slope"]
                 if np.all(np.isfinite(means)) and np.all(means > 0):
                     b = np.polyfit(np.log(deltas), np.log(means), 1)
-                    ax.loglog(deltas, np.exp(np.polyval(b, np.log(deltas))), "C0-",
-                              label=f"fit slope {slope.value:.3f} [{slope.low:.3f}, {slope.high:.3f}]")  # fmt: skip
-                    ref = means[0] * (deltas / deltas[0]) ** (sign * config.theory_exponent)
-                    ax.loglog(
-                        deltas, ref, "k:", label=f"δ^{sign * config.theory_exponent:g} (Thm 3.9)"
-                    )
+                    fit = f"fit slope {slope.value:.3f} [{slope.low:.3f}, {slope.high:.3f}]"
+                    ax.loglog(deltas, np.exp(np.polyval(b, np.log(deltas))), "C0-", label=fit)
+                    p = sign * config.theory_exponent
+                    theory = means[0] * (deltas / deltas[0]) ** p
+                    ax.loglog(deltas, theory, "k:", label=f"δ^{p:g} (Thm 3.9)")
                 if key == "rate":
-                    ax.loglog(deltas, [md["grad_sv_mean"][x] for x in config.deltas], "kx",
-                              label="σ₁(∂L/∂M) on the plateau (u̇ = −Gw, ẇ = −Gᵀu)")  # fmt: skip
+                    grad = [md["grad_sv_mean"][x] for x in config.deltas]
+                    label_g = "σ₁(∂L/∂M) on the plateau (u̇ = −Gw, ẇ = −Gᵀu)"
+                    ax.loglog(deltas, grad, "kx", label=label_g)
                 ax.xaxis.set_minor_formatter(NullFormatter())
-                ax.set_xlabel("asymmetry δ")
-                ax.set_ylabel(label + " (dots: single seeds)")
-                ax.set_title(f"({'bc'[col - 1]}) d = {d}: {label}")
+                ax.set(xlabel="asymmetry δ", ylabel=f"{label} (dots: single seeds)")
+                ax.set_title(f"({panel}) d = {d}: {label}")
                 ax.legend(frameon=False, fontsize=8)
-        fig.tight_layout()
         return save_figure(fig, path)
+
+
+def _per_delta(values: dict[float, Any], fmt: str) -> str:
+    """``δ: value`` for each δ (an Interval's value), joined by commas."""
+    return ", ".join(f"{x:g}: {getattr(v, 'value', v):{fmt}}" for x, v in values.items())
 
 
 def _distance(x: Interval, target: float) -> float:

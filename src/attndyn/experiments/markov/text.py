@@ -1,15 +1,7 @@
-"""``markov-text`` (arXiv 2605.01199, Section 4.2 and Fig. 3): the one-layer model of Def. 2.2
-trained with Adam on real text (WikiText-2, TinyStories) first focuses its attention on the most
-frequent token, then dilutes it, while the attention entropy falls and rises again and the model
-learns more than the unigram law.
-
-Per corpus we train ``seeds`` seeds on windows of s + 1 tokens (``markov`` family, data='text')
-and track T = the 3 most frequent tokens and 3 medium-frequency ones (:func:`tracked`). The
-**sequence attention** of a tracked query q over T (Fig. 3's quantity) is
-a_q(j) = e^{Φ_qj} / Σ_{k∈T} e^{Φ_qk} = (𝔸_qj/π̂_j) / Σ_{k∈T} 𝔸_qk/π̂_k (Prop. 2.3's 𝔸). The
-claims, controls and presets are declared on :class:`MarkovText` (docs/claims/markov-text.md is
-generated from them).
-"""
+"""``markov-text`` (arXiv 2605.01199, Section 4.2 and Fig. 3): Def. 2.2's model trained with Adam
+on windows of s + 1 tokens of a text corpus (``markov`` family, data='text'); the attention of
+medium-frequency queries over the tracked tokens T (:func:`tracked`), the attention entropy and
+the loss against the unigram and bigram laws of the corpus."""
 
 from __future__ import annotations
 
@@ -21,21 +13,11 @@ from typing import Any
 import numpy as np
 from pydantic import Field, field_validator
 
-from attndyn.claims import (
-    Base,
-    Check,
-    Control,
-    Evidence,
-    Experiment,
-    ExperimentConfig,
-    RunContext,
-    at_least,
-    at_most,
-    claim,
-    mean_ci,
-    measured,
-    variant,
-)
+from attndyn.claims.base import Control, Experiment, RunContext
+from attndyn.claims.config import Base, ExperimentConfig, variant
+from attndyn.claims.spec import Evidence, at_least, at_most, claim, measured
+from attndyn.claims.stats import mean_ci
+from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
 from attndyn.errors import InputError
 from attndyn.figures.draw import new_figure, save_figure
@@ -51,33 +33,15 @@ PAPER_WORDS = {
 """Fig. 3's tracked tokens (the paper's 'comma' is ','; its 'whitespace' is a BPE token and has no
 word-level counterpart)."""
 DATA_ENV = "ATTNDYN_TEXT_DATA"
-"""The folder of the real corpora's relative names (e.g. the WikiText-2 and TinyStories samples)
-when ``data_dir`` is not given."""
+"""The folder of the real corpora's relative names when ``data_dir`` is not given."""
 GENERATED_CORPUS = next(iter(GENERATED))
 
 
-def data_dir(config: Config) -> tuple[Path, str]:
-    """The folder of relative corpus names and where it came from: ``data_dir``, else
-    ``$ATTNDYN_TEXT_DATA``; a one-line InputError when neither is set."""
-    if config.data_dir:
-        return Path(config.data_dir).expanduser(), "data_dir"
-    if os.environ.get(DATA_ENV):
-        return Path(os.environ[DATA_ENV]).expanduser(), f"${DATA_ENV}"
-    raise InputError(
-        f"invalid value for 'data_dir': the corpus names {config.corpus} need a folder: set "
-        f"data_dir or ${DATA_ENV}, or give absolute paths, hf:NAME or {GENERATED_CORPUS}"
-    )
-
-
 NOTES = """\
-**The paper.** Section 4.2: "across both WikiText and TinyStories, the attention mechanism
-exhibits a consistent pattern: it initially prioritizes high-frequency tokens (e.g., 'the', 'a',
-and whitespace) before subsequently losing this focus — a process we term 'dilution'"; "the model
-functions as a pseudo-2-gram model during early training". It tracks the top-three tokens and
-three medium-frequency ones; Fig. 3(A1) plots the attention of the query 'continue' over
-[the, comma, whitespace, ter, end, continue] (WikiText), Fig. 3(B) [the, comma, a, full, been]
-(TinyStories). Appendix E.1: Adam, lr 1.5e-4, m = 256, init N(0, 1/m²), one epoch; tokenizer,
-vocabulary, batch, context length and step count are not given.
+**The paper.** Section 4.2 tracks the top-three tokens and three medium-frequency ones; Fig.
+3(A1) plots the attention of the query 'continue' over [the, comma, whitespace, ter, end,
+continue] (WikiText), Fig. 3(B) [the, comma, a, full, been] (TinyStories). Appendix E.1 trains one
+epoch; tokenizer, vocabulary, batch, context length and step count are not given.
 
 **What is tracked.** T = the 3 most frequent tokens, then the paper's words for that corpus that
 the vocabulary has (outside the top 3), filled up to 3 medium-frequency queries from the median
@@ -157,11 +121,19 @@ class Config(ExperimentConfig):
 
 
 def resolve(config: Config, source: str) -> str:
-    """An absolute file path (a relative name joined to :func:`data_dir`, which must hold it),
-    or an hf: or gen: name as it is."""
+    """An absolute file path (a relative name joined to ``data_dir``, else ``$ATTNDYN_TEXT_DATA``,
+    which must hold it; a one-line InputError otherwise), or an hf: or gen: name as it is."""
     if source.startswith(("hf:", GENERATED_PREFIX)) or Path(source).is_absolute():
         return source
-    folder, origin = data_dir(config)
+    if config.data_dir:
+        folder, origin = Path(config.data_dir).expanduser(), "data_dir"
+    elif os.environ.get(DATA_ENV):
+        folder, origin = Path(os.environ[DATA_ENV]).expanduser(), f"${DATA_ENV}"
+    else:
+        raise InputError(
+            f"invalid value for 'data_dir': the corpus names {config.corpus} need a folder: set "
+            f"data_dir or ${DATA_ENV}, or give absolute paths, hf:NAME or {GENERATED_CORPUS}"
+        )
     path = folder / source
     if not path.is_file():
         raise InputError(f"invalid value for 'corpus': no file {source!r} in {folder} ({origin})")
@@ -169,9 +141,8 @@ def resolve(config: Config, source: str) -> str:
 
 
 def tracked(corpus, pi: np.ndarray, key: str) -> tuple[list[int], list[int], list[str]]:
-    """(T, medium-frequency queries, their origin): the 3 most frequent tokens, then the paper's
-    words for this corpus that the vocabulary has (outside the top 3), filled up to 3 medium
-    tokens from the median frequency rank outwards."""
+    """(T, medium-frequency queries, their origin 'paper' or 'median'): NOTES, "What is
+    tracked"."""
     order = [int(t) for t in np.argsort(-pi, kind="stable")]
     top3 = order[:3]
     mid, origin = [], []
@@ -193,13 +164,9 @@ def tracked(corpus, pi: np.ndarray, key: str) -> tuple[list[int], list[int], lis
     return top3 + mid, mid, origin
 
 
-def run_config(config: Config, source: str) -> dict[str, Any]:
-    """The fields a corpus's run sets on the base config."""
-    return dict(data="text", corpus=resolve(config, source), t_max=config.base.lr * config.steps)
-
-
 def sequence_attention(tr, pi: np.ndarray, query: int, T: list[int]) -> np.ndarray:
-    """a_q(j) over T (seed, time, |T|): 𝔸_qj/π̂_j normalised over T (module docstring)."""
+    """Fig. 3's sequence attention of ``query`` over T, (seed, time, |T|): a_q(j) = e^{Φ_qj} /
+    Σ_{k∈T} e^{Φ_qk} = (𝔸_qj/π̂_j) / Σ_{k∈T} 𝔸_qk/π̂_k (Prop. 2.3's 𝔸)."""
     a = np.stack([tr[f"attn_{query}_{j}"].values / pi[j] for j in T], axis=-1)
     return a / a.sum(axis=-1, keepdims=True)
 
@@ -236,18 +203,17 @@ class MarkovText(Experiment):
     }
     preset_notes = {
         "tiny": "the generated corpus `gen:topic-words` (200,000 words of a hidden Markov chain "
-        "of 4 sticky topics, 31 word types; no data needed), word tokens, d = 32, m = 16, s = 8, "
-        "batch 16, Adam lr 2e-3 (Adam's time is ≈ lr·step, so the larger lr compresses the run), "
-        "9000 steps, 5 seeds. The corpus's bigram information is known in closed form (0.427 "
-        "nats), so `beyond-unigram` has a known answer: between τ ≈ 0.003 and that ceiling. Its "
-        "next word depends on the topic, which the whole window reveals, so the attention "
-        "spreads again after focusing on the common word (dilution, entropy rise). Until "
-        "2026-12-03 tiny ran on the WikiText-2 sample (claims `*-wikitext`).",
+        "of 4 sticky topics, 31 word types; no data needed); Adam's time is ≈ lr·step, so the "
+        "larger lr compresses the run. The corpus's bigram information is known in closed form "
+        "(0.427 nats), so `beyond-unigram` has a known answer: between τ ≈ 0.003 and that "
+        "ceiling. Its next word depends on the topic, which the whole window reveals, so the "
+        "attention spreads again after focusing on the common word (dilution, entropy rise). "
+        "Until 2026-12-03 tiny ran on the WikiText-2 sample (claims `*-wikitext`).",
         "small": "the WikiText-2 and TinyStories samples (found through `data_dir` or "
-        "`$ATTNDYN_TEXT_DATA`), d = 64, m = 32, s = 20, batch 64, lr 1e-3, 12,000 steps, 4 seeds.",
-        "paper": "Appendix E.1 — m = 256, Adam lr 1.5e-4, init N(0, 1/m²) — with byte-level BPE, "
-        "d = 512, batch 32, 40,000 steps (many passes over the samples; the paper's single epoch "
-        'of the full data sets is `--set corpus=\'["hf:wikitext-2", "hf:tinystories"]\'` with '
+        "`$ATTNDYN_TEXT_DATA`).",
+        "paper": "Appendix E.1's m, Adam lr and init N(0, 1/m²), with byte-level BPE (many "
+        "passes over the samples; the paper's single epoch of the full data sets is "
+        '`--set corpus=\'["hf:wikitext-2", "hf:tinystories"]\'` with '
         "`steps` = N/(batch·(s + 1))).",
     }
     controls = {
@@ -331,7 +297,8 @@ class MarkovText(Experiment):
         out: dict[str, Any] = {"sims": {}, "info": {}}
         for source in config.corpus:
             key = corpus_key(source)
-            values = run_config(config, source)
+            path, t_max = resolve(config, source), config.base.lr * config.steps
+            values = dict(data="text", corpus=path, t_max=t_max)
             law_config = variant(config.base, **values)
             corpus = text.load_corpus(law_config)
             law = markov.DataLaw(law_config)
@@ -363,56 +330,45 @@ class MarkovText(Experiment):
         m: dict[str, Any] = {"diverged": 0}
         for key, tr in results["sims"].items():
             info = results["info"][key]
-            pi, T, top = info["pi"], info["T"], info["top"]
-            j_top = T.index(top)
-            peaks, later_mins, peak_times = [], [], []
-            for q in info["mid"]:
-                a = sequence_attention(tr, pi, q, T)[..., j_top]  # (seed, time)
-                k = np.argmax(a, axis=1)
-                peaks.append(a.max(axis=1))
-                later_mins.append(np.array([a[s, k[s] :].min() for s in range(a.shape[0])]))
-                peak_times.append(tr["time"].values[k])
+            pi, T, labels = info["pi"], info["T"], info["labels"]
+            j_top = T.index(info["top"])
+            a = np.stack([sequence_attention(tr, pi, q, T)[..., j_top] for q in info["mid"]])
+            k = np.argmax(a, axis=2)  # (query, seed): the peak's record
+            later_min = [
+                [a[q, s, k[q, s] :].min() for s in range(a.shape[1])] for q in range(len(a))
+            ]
             H = tr["entropy_mean"].values
-            i_min = np.argmin(H, axis=1)
             fall = H[:, 0] - H.min(axis=1)
-            rise = np.array([H[s, i_min[s] :].max() for s in range(H.shape[0])]) - H.min(axis=1)
+            rise = np.array([h[i:].max() for h, i in zip(H, np.argmin(H, axis=1), strict=True)])
+            rise -= H.min(axis=1)
             k_bi = (info["d"] - 1) ** 2
-            tau = (k_bi + config.z * math.sqrt(2 * k_bi)) / (2 * info["N"])
             gain = info["L_uni"] - tr["loss"].values.min(axis=1)
-            norms = {lab: tr[f"norm_{i}"].values for i, lab in zip(T, info["labels"], strict=True)}
+            norms = {labels[T.index(q)]: tr[f"norm_{q}"].values for q in info["mid"]}
             m[key] = {
-                "tracked": info["labels"],
+                "tracked": labels,
                 "tracked_ids": T,
                 "mid_origin": info["origin"],
-                "top": info["labels"][j_top],
+                "top": labels[j_top],
                 "pi_tracked": [float(pi[i]) for i in T],
-                "focus": mean_ci(np.mean(peaks, axis=0)),
-                "dilution": mean_ci(np.mean(later_mins, axis=0)),
-                "peak_time": mean_ci(np.mean(peak_times, axis=0)),
+                "focus": mean_ci(np.mean(a.max(axis=2), axis=0)),
+                "dilution": mean_ci(np.mean(later_min, axis=0)),
+                "peak_time": mean_ci(np.mean(tr["time"].values[k], axis=0)),
                 "entropy_initial": float(H[:, 0].mean()),
                 "entropy_fall": mean_ci(fall),
                 "entropy_rise": mean_ci(rise),
                 "entropy_rise_fraction": mean_ci(rise / np.maximum(fall, 1e-12)),
                 "gain": mean_ci(gain),
-                "tau": tau,
-                "L_uni": info["L_uni"],
-                "L_star": info["L_star"],
-                "info_known": info["info_known"],
+                "tau": (k_bi + config.z * math.sqrt(2 * k_bi)) / (2 * info["N"]),
                 "loss_final": mean_ci(tr["loss"].values[:, -1]),
                 "bigram_fraction": mean_ci(gain / (info["L_uni"] - info["L_star"])),
                 "retraction": {
-                    lab: float(np.mean(v.max(axis=1) - v[:, -1]))
-                    for lab, v in norms.items()
-                    if lab in [info["labels"][T.index(q)] for q in info["mid"]]
+                    lab: float(np.mean(v.max(axis=1) - v[:, -1])) for lab, v in norms.items()
                 },
                 "stages": [
                     [s.as_dict() for s in stages_of(tr, pi, tuple(T), seed_index=s)]
                     for s in range(tr.sizes["seed"])
                 ],
-                "d": info["d"],
-                "N": info["N"],
-                "source": info["source"],
-            }
+            } | {k: info[k] for k in ("L_uni", "L_star", "info_known", "d", "N", "source")}
             m["diverged"] += int(tr["diverged"].sum())
         return m
 
@@ -421,11 +377,10 @@ class MarkovText(Experiment):
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for source in config.corpus:
-            key = corpus_key(source)
+        for key in map(corpus_key, config.corpus):
             r = m[key]
+            fall, H0, known = r["entropy_fall"], r["entropy_initial"], r["info_known"]
             where = f"d = {r['d']}, {config.seeds} seeds, queries [{', '.join(r['tracked'][3:])}]"
-            fall = r["entropy_fall"]
             out[f"focus-{key}"] = Evidence(
                 r["focus"],
                 detail=f"{where}, top {r['top']!r}, T = [{', '.join(r['tracked'])}] "
@@ -436,12 +391,8 @@ class MarkovText(Experiment):
             )
             out[f"entropy-cycle-{key}"] = Evidence(
                 r["entropy_rise_fraction"],
-                checks=(
-                    Check.compare(
-                        "seed-mean fall / H(π̂)", fall.value / r["entropy_initial"], ">=", 0.5
-                    ),
-                ),
-                detail=f"Σπ̂_i H(𝔸_i) falls from {r['entropy_initial']:.3f} by {fall.value:.3f} "
+                checks=(Check.compare("seed-mean fall / H(π̂)", fall.value / H0, ">=", 0.5),),
+                detail=f"Σπ̂_i H(𝔸_i) falls from {H0:.3f} by {fall.value:.3f} "
                 f"[{fall.low:.3f}, {fall.high:.3f}], then rises by "
                 f"{r['entropy_rise'].value:.3f}",
             )
@@ -451,9 +402,7 @@ class MarkovText(Experiment):
                 detail=f"L_uni = {r['L_uni']:.4f}, L* = {r['L_star']:.4f}, N = {r['N']} bigrams; "
                 f"τ = {r['tau']:.4g} (z = {config.z:g})"
                 + (
-                    ""
-                    if r["info_known"] is None
-                    else f"; the generated chain's Σπ_w KL(P_w‖π) = {r['info_known']:.4f}"
+                    "" if known is None else f"; the generated chain's Σπ_w KL(P_w‖π) = {known:.4f}"
                 ),
             )
         return out
@@ -464,43 +413,31 @@ class MarkovText(Experiment):
     def figure(
         self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
-
         keys = list(results["sims"])
         fig, axes = new_figure(len(keys), 3, figsize=(15, 4 * len(keys)), squeeze=False)
-        for row, key in enumerate(keys):
+        for row, key in zip(axes, keys, strict=True):
             tr, info = results["sims"][key], results["info"][key]
-            t = tr["step"].values
-            T, labels = info["T"], info["labels"]
-            q = info["mid"][-1]
+            t = tr["step"].values[1:]
+            T, labels, q = info["T"], info["labels"], info["mid"][-1]
             a = sequence_attention(tr, info["pi"], q, T).mean(axis=0)
-            ax = axes[row, 0]
             for j, lab in enumerate(labels):
-                ax.plot(t[1:], a[1:, j], label=lab)
-            ax.set_xscale("log")
-            ax.set_ylim(0, 1)
-            ax.set_title(f"({key}) attention of query {labels[T.index(q)]!r} over T")
-            ax.set_ylabel("attention weight 𝔸")
-            ax.set_xlabel("Adam step")
-            ax.legend(frameon=False, fontsize=7)
-            ax = axes[row, 1]
+                row[0].plot(t, a[1:, j], label=lab)
+            row[0].set(ylim=(0, 1), ylabel="attention weight 𝔸")
+            row[0].set_title(f"({key}) attention of query {labels[T.index(q)]!r} over T")
             for i, lab in zip(T, labels, strict=True):
-                ax.plot(t[1:], tr[f"norm_{i}"].values.mean(axis=0)[1:], label=lab)
-            ax.set_xscale("log")
-            ax.set_title("embedding norms ‖W₀[i]‖")
-            ax.set_ylabel("‖W₀[i]‖")
-            ax.set_xlabel("Adam step")
-            ax.legend(frameon=False, fontsize=7)
-            ax = axes[row, 2]
-            ax.plot(t[1:], tr["entropy_mean"].values.mean(axis=0)[1:], "k", label="Σπ̂H(𝔸_i)")
-            ax2 = ax.twinx()
-            ax2.plot(t[1:], tr["loss"].values.mean(axis=0)[1:], "C3", label="loss")
-            ax2.axhline(info["L_uni"], color="C3", ls=":", lw=1, label="unigram")
-            ax2.axhline(info["L_star"], color="C3", ls="--", lw=1, label="L* (bigram)")
-            ax2.legend(frameon=False, fontsize=7, loc="upper right")
-            ax2.set_ylabel("loss (nats)")
-            ax2.set_xlabel("Adam step")
-            ax.set_ylabel("mean attention entropy (nats)")
-            ax.set_xscale("log")
-            ax.set_title("attention entropy (black), loss (red)")
-            ax.set_xlabel("Adam step")
+                row[1].plot(t, tr[f"norm_{i}"].values.mean(axis=0)[1:], label=lab)
+            row[1].set(title="embedding norms ‖W₀[i]‖", ylabel="‖W₀[i]‖")
+            row[2].plot(t, tr["entropy_mean"].values.mean(axis=0)[1:], "k", label="Σπ̂H(𝔸_i)")
+            row[2].set(ylabel="mean attention entropy (nats)")
+            row[2].set_title("attention entropy (black), loss (red)")
+            loss = row[2].twinx()
+            loss.plot(t, tr["loss"].values.mean(axis=0)[1:], "C3", label="loss")
+            loss.axhline(info["L_uni"], color="C3", ls=":", lw=1, label="unigram")
+            loss.axhline(info["L_star"], color="C3", ls="--", lw=1, label="L* (bigram)")
+            loss.set(ylabel="loss (nats)")
+            loss.legend(frameon=False, fontsize=7, loc="upper right")
+            for ax in row:
+                ax.set(xscale="log", xlabel="Adam step")
+            for ax in row[:2]:
+                ax.legend(frameon=False, fontsize=7)
         return save_figure(fig, path)
