@@ -185,3 +185,32 @@ def test_too_few_seeds_for_the_declared_claims_is_bad_input(tmp_path, monkeypatc
     monkeypatch.setattr(runner, "get_experiment", lambda name: _Toy())
     with pytest.raises(InputError, match="'seeds'.*at least 2"):
         runner.run_experiment("toy", "tiny", {"seeds": 1}, out=tmp_path)
+
+
+def _control_outcome(claims, preconditions=()):
+    from pathlib import Path
+
+    from attndyn.claims.runner import ExperimentOutcome
+
+    return ExperimentOutcome(
+        "toy", "tiny", {}, [], list(claims), {}, Path("f.png"), list(preconditions),
+        control="wrong", expected_failures=("a", "b"),
+    )  # fmt: skip
+
+
+def test_a_control_is_rejected_only_by_finite_values_on_a_valid_run():
+    from attndyn.claims.verdict import Check, Claim
+
+    def claim(name, value, passed, low=None, high=None):
+        return Claim(name, "", value, "<= 1", passed, low, high)
+
+    by_value = [claim("a", 2.0, False, 1.5, 2.5), claim("b", 3.0, False), claim("c", 0.0, True)]
+    assert _control_outcome(by_value).verdict == "control-failed-as-expected"
+    nan_end = [claim("a", 2.0, False, float("nan"), float("nan")), claim("b", 3.0, False)]
+    assert _control_outcome(nan_end).verdict == "control-inconclusive"
+    dropped = [claim("a", None, False), claim("b", 3.0, False)]
+    assert _control_outcome(dropped).verdict == "control-inconclusive"
+    invalid = _control_outcome(by_value, [Check("no seed diverged", False)])
+    assert invalid.verdict == "control-inconclusive" and not invalid.strict_ok
+    survived = [claim("a", 0.5, True), claim("b", float("nan"), False)]
+    assert _control_outcome(survived).verdict == "control-not-rejected"

@@ -105,3 +105,8 @@ def test_jackknife_edge_cases():
     assert math.isfinite(broken.value) and math.isnan(broken.low)
     with pytest.raises(ValueError, match="paired"):
         jackknife_ci([[1.0, 2.0], [1.0, 2.0, 3.0]], ratio, paired=True)
+
+
+def test_one_seed_gives_an_infinite_bootstrap_interval():
+    one = bootstrap_ci([[1.0, 2.0], [3.0]], ratio)
+    assert (one.n_seeds, one.low, one.high) == (1, -math.inf, math.inf)

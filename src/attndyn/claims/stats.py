@@ -132,7 +132,8 @@ def bootstrap_ci(
 
     ``groups`` is one array of per-seed values (then ``statistic(x)``) or a list of arrays (then
     ``statistic(x_1, …, x_k)``); seeds are resampled with replacement within each group. The
-    point value is the statistic of the data; ``n_seeds`` is the smallest group size. A
+    point value is the statistic of the data; ``n_seeds`` is the smallest group size. One seed
+    (in the smallest group) gives an infinite interval. A
     non-finite per-seed value (a diverged or never-crossing seed), a NaN statistic of the data or
     NaN in more than half of the resamples gives a NaN interval (the claim fails).
     """
@@ -144,6 +145,8 @@ def bootstrap_ci(
     value = float(statistic(*arrays))
     if not math.isfinite(value):
         return Interval(nan, nan, nan, n, level)
+    if n < 2:  # a resample of one seed is the seed: no spread to learn from
+        return Interval(value, -math.inf, math.inf, n, level)
     rng = np.random.default_rng(seed)
     draws = np.empty(n_boot)
     for b in range(n_boot):

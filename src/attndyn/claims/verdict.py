@@ -63,6 +63,13 @@ class Claim:
     ci_high: float | None = None
     n_seeds: int | None = None
 
+    @property
+    def finite(self) -> bool:
+        """Whether the value and the interval ends it has are finite numbers (a verdict by
+        value, not by a NaN or a missing measurement)."""
+        ends = [e for e in (self.ci_low, self.ci_high) if e is not None]
+        return self.value is not None and all(math.isfinite(v) for v in (self.value, *ends))
+
     @classmethod
     def from_checks(cls, name: str, statement: str, value: Any, checks: Sequence[Check]) -> Claim:
         """Passes when every check passes; the target is the checks' texts joined by "and"."""
