@@ -1,0 +1,65 @@
+"""Every preset's verdict at re-drawn seeds (docs/claims.md, "Seeds"; issue 28).
+
+    python scripts/seed_offsets.py [--presets tiny small] [--offsets 0 1000 2000] [NAME ...]
+
+Runs each experiment's presets with the seed offset ``seed`` set to each offset (its runs then use
+seeds ``offset, …, offset + seeds − 1``; an experiment's own default offset is replaced), in a
+temporary results folder, and prints a Markdown table: one row per experiment, preset and offset,
+with the verdict, every claim's value and interval, and the claims that failed. Exit status 1 if
+any row is not ``passed``. Deterministic experiments (no ``seed`` field) run once per preset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import sys
+import tempfile
+import time
+
+from attndyn.claims import experiment_names, get_experiment
+from attndyn.claims.runner import run_experiment
+
+
+def _cell(claim) -> str:
+    if claim.value is None:
+        return f"{claim.name} —"
+    text = f"{claim.name} {claim.value:.3g}"
+    if claim.ci_low is not None and claim.ci_high is not None:
+        text += f" [{claim.ci_low:.3g}, {claim.ci_high:.3g}]"
+    return text
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="experiments (default: all)")
+    parser.add_argument("--presets", nargs="+", default=["tiny", "small"])
+    parser.add_argument("--offsets", nargs="+", type=int, default=[0, 1000, 2000])
+    args = parser.parse_args(argv)
+    names = args.names or experiment_names()
+    print(f"Measured {datetime.date.today()} on {platform.node()} ({platform.processor()}).\n")
+    print("| experiment | preset | seed | verdict | claims | failed | s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    bad = 0
+    for name in names:
+        seeded = "seed" in get_experiment(name).Config.model_fields
+        for preset in args.presets:
+            for offset in args.offsets if seeded else [None]:
+                overrides = {} if offset is None else {"seed": offset}
+                start = time.perf_counter()
+                with tempfile.TemporaryDirectory() as out:
+                    outcome = run_experiment(name, preset, overrides, out=out)
+                failed = [c.name for c in outcome.claims if not c.passed]
+                bad += outcome.verdict != "passed"
+                print(
+                    f"| {name} | {preset} | {'—' if offset is None else offset} "
+                    f"| {outcome.verdict} | {'; '.join(_cell(c) for c in outcome.claims)} "
+                    f"| {', '.join(failed) or '—'} | {time.perf_counter() - start:.0f} |",
+                    flush=True,
+                )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
