@@ -27,8 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 LEVEL = 0.95
+Groups = Sequence[npt.ArrayLike] | npt.ArrayLike
+"""Per-seed values: one array, or a list of arrays (one group each)."""
 N_BOOT = 2000
 MIN_BOOTSTRAP_SEEDS = 20
 """The fewest seeds at which the percentile bootstrap's coverage is ≥ 0.9 at nominal 0.95."""
@@ -53,7 +56,7 @@ class Interval:
         return Interval(fn(self.value), fn(self.low), fn(self.high), self.n_seeds, self.level)
 
 
-def mean_ci(samples: Sequence[float], level: float = LEVEL) -> Interval:
+def mean_ci(samples: npt.ArrayLike, level: float = LEVEL) -> Interval:
     """Seed mean and its Student-t interval; NaN/inf samples make the interval NaN (fails)."""
     from scipy import stats
 
@@ -70,7 +73,7 @@ def mean_ci(samples: Sequence[float], level: float = LEVEL) -> Interval:
 
 
 def jackknife_ci(
-    groups: Sequence[Sequence[float]] | Sequence[float],
+    groups: Groups,
     statistic: Callable[..., float],
     level: float = LEVEL,
     paired: bool = False,
@@ -122,7 +125,7 @@ def _without(arrays: list[np.ndarray], g: int, i: int) -> list[np.ndarray]:
 
 
 def bootstrap_ci(
-    groups: Sequence[Sequence[float]] | Sequence[float],
+    groups: Groups,
     statistic: Callable[..., float],
     level: float = LEVEL,
     n_boot: int = N_BOOT,
