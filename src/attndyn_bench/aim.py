@@ -46,9 +46,11 @@ def torch_step_fn(config: AIMConfig, seed: int = 0):
         x = torch.randn(B, config.L, d)
         loss = torch_loss(W, F, x, config)
         loss.backward()
+        grad = W.grad
+        assert grad is not None  # backward() filled it
         with torch.no_grad():
-            W.sub_(lr * W.grad)
-            W.grad.zero_()
+            W.sub_(lr * grad)
+            grad.zero_()
 
     return step
 

@@ -6,6 +6,7 @@ LoRA, attention) or torch autograd (attention); docs/langevin.md, "Dynamics"."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -18,7 +19,11 @@ def double_well_gradients(c, params: dict, frozen: dict) -> dict:
     return {"theta": 4 * x * (x * x - 1) + c.lam * x}
 
 
-_SIGMA = {
+# (σ(z), σ'(z) from z and s = σ(z))
+Activation = tuple[
+    Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray, np.ndarray], np.ndarray]
+]
+_SIGMA: dict[str, Activation] = {
     "tanh": (np.tanh, lambda z, s: 1 - s * s),
     "sigmoid": (lambda z: 1 / (1 + np.exp(-z)), lambda z, s: s * (1 - s)),
     "softplus": (lambda z: np.logaddexp(0, z), lambda z, s: 1 / (1 + np.exp(-z))),

@@ -53,7 +53,7 @@ def torch_adam_step(config, seed: int = 0):
         jax.random.PRNGKey(seed), jnp.asarray(law.P, jnp.float32), config.n_sequences,
         config.seq_len + 1,
     )  # fmt: skip
-    seqs = torch.from_numpy(np.array(seqs, dtype=np.int64))
+    sequences = torch.from_numpy(np.array(seqs, dtype=np.int64))
     g = torch.Generator().manual_seed(seed)
     d, m, eps = law.d, config.m, config.epsilon
     shapes = {"W0": (d, m), "WQ": (m, m), "WK": (m, m), "W1": (m, d)}
@@ -72,7 +72,7 @@ def torch_adam_step(config, seed: int = 0):
     def step() -> float:
         idx = torch.randint(0, config.n_sequences, (config.batch,), generator=g)
         opt.zero_grad()
-        value = batch_loss(seqs[idx])
+        value = batch_loss(sequences[idx])
         value.backward()
         opt.step()
         return float(value.detach())
@@ -95,4 +95,4 @@ def time_torch(step, min_seconds: float, repeats: int) -> dict:
             run(2)
             steps, seconds, _ = calibrated_best(run, min_seconds, repeats, start=4)
         out[label] = steps / seconds
-    return {"rate": max(out.values()), "threads": max(out, key=out.get), **out}
+    return {"rate": max(out.values()), "threads": max(out, key=out.__getitem__), **out}

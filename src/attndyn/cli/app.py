@@ -22,7 +22,7 @@ from attndyn.errors import AttndynError, one_line
 try:  # recent typer vendors click
     from typer._click import exceptions as click_errors
 except ImportError:  # pragma: no cover - older typer runs on the click package
-    from click import exceptions as click_errors
+    from click import exceptions as click_errors  # type: ignore[no-redef]  # same names
 
 app = typer.Typer(
     add_completion=False,
@@ -123,7 +123,8 @@ def main(args: list[str] | None = None) -> None:
     except click_errors.ClickException as exc:
         if isinstance(exc, getattr(click_errors, "NoArgsIsHelpError", ())):
             sys.exit(0)  # the help is printed already
-        hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) else ""
+        ctx = getattr(exc, "ctx", None)  # a UsageError's command context
+        hint = f" (see '{ctx.command_path} --help')" if ctx else ""
         print(f"error: {one_line(exc.format_message() + hint)}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Abort:

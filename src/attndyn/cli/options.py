@@ -1,5 +1,6 @@
 """The options that several commands share, declared once as ``Annotated`` aliases (and, where
-the help text names what the command prints or recomputes, a function that returns one).
+the help text names what the command prints or recomputes, a function that returns the
+``typer.Option`` to annotate with: ``Annotated[bool, json_flag("...")]``).
 
 No ``from __future__ import annotations`` here or in :mod:`attndyn.cli.commands`: typer reads
 the aliases as objects when a command is defined.
@@ -51,17 +52,17 @@ Json = Annotated[bool, typer.Option("--json", help="print it as JSON")]
 
 def json_flag(help: str):
     """``--json``, with ``help`` saying what it prints."""
-    return Annotated[bool, typer.Option("--json", help=help)]
+    return typer.Option("--json", help=help)
 
 
 def force_flag(help: str):
     """``--force``, with ``help`` saying what it recomputes."""
-    return Annotated[bool, typer.Option("--force", help=help)]
+    return typer.Option("--force", help=help)
 
 
 def dry_run_flag(help: str):
     """``--dry-run``, with ``help`` saying what it lists."""
-    return Annotated[bool, typer.Option("--dry-run", help=help)]
+    return typer.Option("--dry-run", help=help)
 
 
 def config_values(

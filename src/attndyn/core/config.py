@@ -14,7 +14,7 @@ import re
 import tomllib
 import types
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -109,7 +109,7 @@ class SimulationConfig(GridConfig):
         if self.seed + self.seeds > SEED_LIMIT:
             raise ValueError(f"seed: seed + seeds − 1 must be below 2^31 (got {self.seed})")
         try:
-            steps = self.total_steps
+            steps: float = self.total_steps
         except ZeroDivisionError:
             return self  # a zero step size: the family's own checks name the field
         except (OverflowError, ValueError):
@@ -129,7 +129,10 @@ class SimulationConfig(GridConfig):
         return list(range(self.seed, self.seed + self.seeds))
 
 
-def validate(config_cls: type[BaseModel], values: dict[str, Any]) -> BaseModel:
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate(config_cls: type[ModelT], values: dict[str, Any]) -> ModelT:
     """Build ``config_cls`` from ``values``; any problem becomes a one-line InputError.
 
     A model validator (a check across fields) names the field it blames by starting its message

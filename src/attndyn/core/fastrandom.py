@@ -15,6 +15,7 @@ dtypes) falls back to ``jax.random.normal``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -44,9 +45,10 @@ def threefry2x32(k1: jax.Array, k2: jax.Array, x1: jax.Array, x2: jax.Array):
 
 def supported(key: jax.Array, shape: tuple[int, ...], dtype) -> bool:
     """Whether :func:`normal` reproduces ``jax.random.normal`` here (else it falls back)."""
+    options: Any = jax.config  # JAX adds its option properties at run time; its stubs list none
     return (
-        jax.config.jax_default_prng_impl == "threefry2x32"
-        and jax.config.jax_threefry_partitionable
+        options.jax_default_prng_impl == "threefry2x32"
+        and options.jax_threefry_partitionable
         and not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
         and key.shape == (2,)
         and jnp.dtype(dtype) == jnp.float32

@@ -37,8 +37,12 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Any
 
 import jax
+
+# JAX adds its option properties (jax.config.jax_...) at run time; its stubs list none
+_OPTIONS: Any = jax.config
 
 YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type=LIBRARY_FUSION_TYPE_DOT"
 
@@ -59,7 +63,7 @@ avoid_ynn_fusion_bug()
 def full_float32_matmuls() -> None:
     """``jax_default_matmul_precision = "highest"`` unless ``JAX_DEFAULT_MATMUL_PRECISION`` is set
     or a precision was already configured."""
-    if "JAX_DEFAULT_MATMUL_PRECISION" in os.environ or jax.config.jax_default_matmul_precision:
+    if "JAX_DEFAULT_MATMUL_PRECISION" in os.environ or _OPTIONS.jax_default_matmul_precision:
         return
     jax.config.update("jax_default_matmul_precision", "highest")
 
@@ -90,7 +94,7 @@ def heal_damaged_cache_entries() -> bool:
             _remove_entry(getattr(cc, "_cache", None), cache_key)
             return None, None
 
-    get_executable_and_time.heals = True
+    get_executable_and_time.__dict__["heals"] = True  # a function attribute, untyped
     cc.get_executable_and_time = get_executable_and_time
     return True
 
@@ -110,7 +114,7 @@ heal_damaged_cache_entries()
 
 def enable_compilation_cache() -> str | None:
     """Point JAX's persistent compilation cache at attndyn's folder; returns the folder used."""
-    configured = os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir
+    configured = os.environ.get("JAX_COMPILATION_CACHE_DIR") or _OPTIONS.jax_compilation_cache_dir
     if configured:
         return configured
     path = os.environ.get("ATTNDYN_JAX_CACHE", str(Path.home() / ".cache" / "attndyn" / "jax"))

@@ -53,7 +53,7 @@ def singular_values(a: jax.Array) -> jax.Array:
 @unbatched
 def thin_svd(a: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
     """(U, σ, Vᵀ) with A = U diag(σ) Vᵀ, U: n×k, Vᵀ: k×m, k = min(n, m)."""
-    return jnp.linalg.svd(a, full_matrices=False)
+    return jnp.linalg.svd(a, full_matrices=False, compute_uv=True)
 
 
 @unbatched

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
 from attndyn.core import progress
 from attndyn.errors import AttndynError, one_line
+
+EventT = TypeVar("EventT", bound=Callable[..., Any])
 
 REPORT_S = 0.1
 """At most one progress report per this many seconds (the right-hand side is called often)."""
@@ -68,6 +71,18 @@ def solve(
             one_line(f"{what} integration failed at t = {reached:g} of {t_end:g}: {sol.message}")
         )
     return sol
+
+
+def as_event(fn: EventT, *, terminal: bool | None = None, direction: float | None = None) -> EventT:
+    """``fn`` made a ``solve_ivp`` event: scipy reads ``terminal`` (stop at its first zero) and
+    ``direction`` (count only zeros crossed that way) off the function (scipy docs,
+    ``scipy.integrate.solve_ivp``, ``events``); an attribute left None is not set."""
+    marked: Any = fn  # a function's attributes are untyped
+    if terminal is not None:
+        marked.terminal = terminal
+    if direction is not None:
+        marked.direction = direction
+    return fn
 
 
 def integrate(

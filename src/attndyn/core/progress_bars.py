@@ -22,6 +22,7 @@ from rich.progress import (
     BarColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -73,11 +74,11 @@ class Bars:
             # terminal, never when stdout is a file or a pipe
             redirect_stdout=sys.stdout.isatty(),
         )
-        self._runs = None
+        self._runs: TaskID | None = None
         if count is not None:
             self._runs = self.progress.add_task(count, total=total, amount="", eta="")
             self._update_count()
-        self._run = None
+        self._run: TaskID | None = None
         self._refreshed = -REFRESH_S
 
     def __enter__(self) -> Bars:
@@ -88,6 +89,7 @@ class Bars:
         self.progress.stop()
 
     def _update_count(self) -> None:
+        assert self._runs is not None, "the runs bar exists (count given or runs_planned called)"
         reused = f" ({self.reused} stored, reused)" if self.reused else ""
         failed = f", {self.failed} failed" if self.failed else ""
         skipped = f", {self.skipped} skipped (stored)" if self.skipped else ""
@@ -117,6 +119,7 @@ class Bars:
     def steps(self, done: float, total: float, unit: str) -> None:
         if self._run is None:
             self.run_started("run")
+        assert self._run is not None  # run_started added it
         amount = (
             f"{int(done):,}/{int(total):,} steps"
             if unit == "steps"

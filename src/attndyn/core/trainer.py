@@ -22,7 +22,7 @@ observables).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -92,7 +92,7 @@ class RunResult:
     devices: int = 1  # devices the seed axis was sharded over
 
 
-def seed_keys(seeds: np.ndarray) -> tuple[jax.Array, jax.Array]:
+def seed_keys(seeds: np.ndarray | Sequence[int]) -> tuple[jax.Array, jax.Array]:
     """(init keys, data keys), one per seed, from ``PRNGKey(seed)``."""
     keys = jax.vmap(lambda s: jax.random.split(jax.random.PRNGKey(s), 2))(jnp.asarray(seeds))
     return keys[:, 0], keys[:, 1]

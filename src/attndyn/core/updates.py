@@ -81,9 +81,10 @@ def _variance(temperature: float, lr: float, schedule: Schedule | None) -> Calla
 
 
 class NoiseState(NamedTuple):
-    """The update count k of :func:`gaussian_noise`."""
+    """The update count k of :func:`gaussian_noise` (``step``: a field ``count`` would shadow
+    ``tuple.count``)."""
 
-    count: jax.Array
+    step: jax.Array
 
 
 def gaussian_noise(variance: Callable[[jax.Array], jax.Array]) -> optax.GradientTransformation:
@@ -96,10 +97,10 @@ def gaussian_noise(variance: Callable[[jax.Array], jax.Array]) -> optax.Gradient
     """
 
     def init(params):
-        return NoiseState(count=jnp.zeros([], jnp.int32))
+        return NoiseState(step=jnp.zeros([], jnp.int32))
 
     def update(updates, state, params=None, *, key, **extra):
-        std = jnp.sqrt(variance(state.count))
+        std = jnp.sqrt(variance(state.step))
         leaves, tree = jax.tree.flatten(updates)
         noisy = [
             u
@@ -108,7 +109,7 @@ def gaussian_noise(variance: Callable[[jax.Array], jax.Array]) -> optax.Gradient
             for i, u in enumerate(leaves)
         ]
         return jax.tree.unflatten(tree, noisy), NoiseState(
-            count=optax.safe_int32_increment(state.count)
+            step=optax.safe_int32_increment(state.step)
         )
 
     return optax.GradientTransformationExtraArgs(init, update)

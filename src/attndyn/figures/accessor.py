@@ -113,7 +113,11 @@ class TrajectoryAccessor:
 
 
 def _final(values: xr.DataArray) -> float:
-    last = np.asarray(values.isel(time=-1).values, dtype=float) if values.sizes.get("time") else []
+    last = (
+        np.asarray(values.isel(time=-1).values, dtype=float)
+        if values.sizes.get("time")
+        else np.empty(0)
+    )
     finite = np.asarray(last)[np.isfinite(last)]
     return float(finite.mean()) if finite.size else float("nan")
 

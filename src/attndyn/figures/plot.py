@@ -49,7 +49,7 @@ def chosen_names(traj: xr.Dataset, names, summary: Sequence[str]) -> list[str]:
     """``names`` checked against ``traj`` (one InputError naming the first missing one), or the
     family's SUMMARY observables present in ``traj``, else its first few observables; only
     observables along ``(seed, time)`` or ``time`` can be drawn."""
-    present = [n for n in traj.data_vars if set(traj[n].dims) <= {"seed", "time"}]
+    present = [str(n) for n in traj.data_vars if set(traj[n].dims) <= {"seed", "time"}]
     if names is None:
         picked = [n for n in summary if n in present]
         return picked or present[:DEFAULT_PANELS]
@@ -71,7 +71,7 @@ def _listing(names: Sequence[str], limit: int = 12) -> str:
 
 def _check_coordinate(traj: xr.Dataset, x: str, what: str) -> None:
     if x not in traj.coords or traj[x].dims != ("time",):
-        along = [c for c in traj.coords if traj[c].dims == ("time",)]
+        along = [str(c) for c in traj.coords if traj[c].dims == ("time",)]
         raise InputError(
             f"invalid value for 'x': the {what} has no time coordinate '{x}' "
             f"(it has {', '.join(along)})"

@@ -125,8 +125,8 @@ def build(data: SiteData, folder: Path) -> None:
         html = env.get_template(template).render(**common, up=up, **values)
         path.write_text(html, encoding="utf-8")
 
-    for figure in data.figures:
-        shutil.copyfile(figure, folder / "figures" / figure.name)
+    for png in data.figures:
+        shutil.copyfile(png, folder / "figures" / png.name)
     kinds = [r["kind"] for r in data.runs]
     page(
         "index.html",
@@ -152,7 +152,7 @@ def build(data: SiteData, folder: Path) -> None:
     )
     by_id = {r["run_id"]: r for r in data.runs}
     for exp in data.experiments:
-        figure = None
+        figure: str | None = None
         if exp["figure"] is not None:
             figure = f"{exp['key']}.png"
             shutil.copyfile(exp["figure"], folder / "figures" / figure)
@@ -211,9 +211,10 @@ def _replace(tmp: Path, dest: Path) -> None:
     A report written at the same moment by another process may take the place in between:
     then this one tries again, and the last one renamed in stays."""
     for _ in range(10):
-        old = dest.with_name(f".{dest.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.old")
+        aside = dest.with_name(f".{dest.name}.{os.getpid()}.{uuid.uuid4().hex[:6]}.old")
+        old: Path | None = aside
         try:
-            os.replace(dest, old)
+            os.replace(dest, aside)
         except FileNotFoundError:
             old = None
         try:

@@ -38,7 +38,7 @@ class SiteData:
     experiments: list[dict[str, Any]] = field(default_factory=list)
     runs: list[dict[str, Any]] = field(default_factory=list)
     config_columns: list[str] = field(default_factory=list)
-    series: dict[str, dict[str, dict[str, list]]] = field(default_factory=dict)
+    series: dict[str, dict[str, dict[str, list | int]]] = field(default_factory=dict)
     theory_of: dict[str, list[str]] = field(default_factory=dict)
     simulations_of: dict[str, list[str]] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
@@ -154,7 +154,7 @@ def config_columns(runs: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def _series(con) -> dict[str, dict[str, dict[str, list]]]:
+def _series(con) -> dict[str, dict[str, dict[str, list | int]]]:
     """Seed mean, min and max of every observable of every run, by time (one query)."""
     frame = con.execute(
         "SELECT run_id, name, time, avg(value) AS mean, min(value) AS lo, max(value) AS hi, "
@@ -170,7 +170,7 @@ def _series(con) -> dict[str, dict[str, dict[str, list]]]:
     change = np.flatnonzero((rid[1:] != rid[:-1]) | (name[1:] != name[:-1])) + 1
     starts = np.concatenate([[0], change])
     ends = np.concatenate([change, [len(rid)]])
-    out: dict[str, dict[str, dict[str, list]]] = {}
+    out: dict[str, dict[str, dict[str, list | int]]] = {}
     for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
         pick = np.arange(a, b)
         if b - a > MAX_POINTS:  # a page plots at most MAX_POINTS, the first and last kept

@@ -43,6 +43,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 from attndyn.errors import InputError
@@ -123,9 +124,9 @@ class _CompileClock:
     def __init__(self) -> None:
         self.spans: list[tuple[float, float]] = []
 
-    def _listen(self, event: str, start: float, end: float, **_: Any) -> None:
+    def _listen(self, event: str, start_time: float, end_time: float, **_: Any) -> None:
         if event in COMPILE_EVENTS:
-            self.spans.append((start, end))
+            self.spans.append((start_time, end_time))
 
     def __enter__(self) -> _CompileClock:
         import jax.monitoring
@@ -206,7 +207,7 @@ def calibrate_with_probe(
     while True:
         cfg = reduced(family, config, n)
         with cost.recording() as reports:
-            wall, comp, busy, traj = _timed(lambda cfg=cfg: module.simulate(cfg, seeds=seeds))
+            wall, comp, busy, traj = _timed(partial(module.simulate, cfg, seeds=seeds))
         counted = cost.per_step(reports, cfg.total_steps)
         spent += wall
         compile_s = compile_s or comp  # the first call compiles; later ones hit the cache
@@ -219,7 +220,7 @@ def calibrate_with_probe(
             break
         n = min(total, _next_steps(n, points[-1][1], enough_s))
     for _ in range(REPEATS - 1):  # the best of the last call's timings (compiled by now)
-        wall, _, busy, _ = _timed(lambda cfg=cfg: module.simulate(cfg, seeds=seeds))
+        wall, _, busy, _ = _timed(partial(module.simulate, cfg, seeds=seeds))
         spent += wall
         points[-1] = (points[-1][0], min(points[-1][1], busy))
     exact = points[-1][0] >= total

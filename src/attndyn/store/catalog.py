@@ -46,7 +46,7 @@ class Catalog:
     (family -> flattened config field -> SQL type)."""
 
     table: pa.Table
-    types: dict[str, dict[str, str]]
+    types: dict[str, dict[str, str | None]]
 
 
 def sql_type(value) -> str:
@@ -79,13 +79,13 @@ def merge_types(types: dict[str, str | None], flat: dict) -> None:
             types[key] = merge_type(types.get(key), sql_type(value))
 
 
-def _merge_record(types: dict[str, dict[str, str]], meta: dict) -> None:
+def _merge_record(types: dict[str, dict[str, str | None]], meta: dict) -> None:
     """Widen the types of the record's family by its flattened config."""
     merge_types(types.setdefault(meta.get("family", ""), {}), meta.get("config_flat", {}))
 
 
 def _listing(runs: Path) -> dict[str, tuple[int, int]]:
-    out = {}
+    out: dict[str, tuple[int, int]] = {}
     if not runs.is_dir():
         return out
     with os.scandir(runs) as entries:
@@ -99,7 +99,7 @@ def _listing(runs: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _read_saved(path: Path) -> tuple[pa.Table, dict[str, dict[str, str]]] | None:
+def _read_saved(path: Path) -> tuple[pa.Table, dict[str, dict[str, str | None]]] | None:
     try:
         pf = pq.ParquetFile(path)
         meta = json.loads((pf.schema_arrow.metadata or {})[META_KEY])
@@ -205,7 +205,7 @@ def load(root: Path, save: bool = True) -> Catalog:
     return Catalog(table=table, types=types)
 
 
-def _save(root: Path, table: pa.Table, types: dict[str, dict[str, str]]) -> None:
+def _save(root: Path, table: pa.Table, types: dict[str, dict[str, str | None]]) -> None:
     """Atomic rewrite; a folder that cannot be written is left alone (the catalog is a cache)."""
     meta = json.dumps({"catalog": CATALOG_VERSION, "types": types}).encode()
     table = table.replace_schema_metadata({META_KEY: meta})

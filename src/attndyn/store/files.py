@@ -341,6 +341,7 @@ class Store:
             raise DamagedRun(path, unreadable(exc)) from None
         meta, reason = run_record((table.schema.metadata or {}).get(META_KEY), run_id)
         if meta is None:
+            assert reason is not None  # run_record gives a reason with no record
             raise DamagedRun(path, reason)
         if "checksum" in meta and meta["checksum"] != checksum(table):
             raise DamagedRun(path, "its data do not match its checksum")

@@ -39,7 +39,7 @@ def locked(root: Path, keys: Iterable[str]) -> Iterator[None]:
     held: list[filelock.BaseFileLock] = []
     try:
         for key in sorted(set(keys)):
-            lock = filelock.FileLock(folder / f"{key}.lock")
+            lock: filelock.BaseFileLock = filelock.FileLock(folder / f"{key}.lock")
             try:
                 lock.acquire(timeout=0)
             except filelock.Timeout:

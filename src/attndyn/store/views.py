@@ -264,7 +264,7 @@ def _experiment_views(
     con: duckdb.DuckDBPyConnection, files: list[Path]
 ) -> list[tuple[str, str, str]]:
     records = _experiment_records(files)
-    links = {"experiment": [], "preset": [], "key": [], "run_id": []}
+    links: dict[str, list[str | None]] = {"experiment": [], "preset": [], "key": [], "run_id": []}
     rows: list[dict] = []
     types: dict[str, dict[str, str | None]] = {}
     for path, rec in records:
@@ -375,7 +375,7 @@ def connect(
         cat = catalog_mod.Catalog(cat.table.filter(pa.array(keep, pa.bool_())), cat.types)
     _observables_view(con, root / "runs", cat.table.column("file").to_pylist())
     typed = _runs_view(con, root, cat) + typed
-    listing = {"view": [], "parent": [], "name": []}
+    listing: dict[str, list[str]] = {"view": [], "parent": [], "name": []}
     for view, parent, name in typed:
         listing["view"].append(view)
         listing["parent"].append(parent)

@@ -75,6 +75,12 @@ def _no_seed(item: RunItem) -> str:
     return json.dumps({k: v for k, v in item.config.items() if k != "seed"}, sort_keys=True)
 
 
+def _steps(item: RunItem) -> int:
+    """The optimiser steps per seed of a family run (every family run has them)."""
+    assert item.steps is not None, f"family run {item.run_id} has no step count"
+    return item.steps
+
+
 def _seeds(group: Group) -> list[int]:
     if group.seeds is not None:
         return list(group.seeds)
@@ -138,9 +144,9 @@ def estimate_sweep(
         from attndyn.store import Store
 
         Store(plan.root if plan is not None else out).check_writable()
-    heavy = max(reversed(todo), key=lambda g: g.runs[0].steps * len(_seeds(g)))
-    heavy_cost = heavy.runs[0].steps * len(_seeds(heavy))
-    work = sum(g.runs[0].steps * len(_seeds(g)) for g in todo)
+    heavy = max(reversed(todo), key=lambda g: _steps(g.runs[0]) * len(_seeds(g)))
+    heavy_cost = _steps(heavy.runs[0]) * len(_seeds(heavy))
+    work = sum(_steps(g.runs[0]) * len(_seeds(g)) for g in todo)
     n_tasks = len(todo) if plan is None else len(plan.todo)
     parallel = max(1, min(workers, round(scale * n_tasks)))
     run_below = None if below is None else below * parallel * heavy_cost / (2 * scale * work)
@@ -169,7 +175,7 @@ def _config(spec: SweepSpec, item: RunItem):
 def _wall(
     run: RunEstimate, todo: list[Group], missing: list[RunItem], scale: float, parallel: int
 ) -> float:
-    compute = sum(run.run_seconds(g.runs[0].steps, len(_seeds(g))) for g in todo)
+    compute = sum(run.run_seconds(_steps(g.runs[0]), len(_seeds(g))) for g in todo)
     programs = len({_no_seed(r) for r in missing})
     return scale * (compute + run.compile_s * programs) / parallel
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -342,7 +343,7 @@ def parse_spec(data: dict[str, Any], label: str = "sweep") -> SweepSpec:
     )
 
 
-def load_spec(path: str | Path) -> SweepSpec:
+def load_spec(path: str | os.PathLike) -> SweepSpec:
     """Read and check a TOML spec file (one-line InputError if it cannot be read or parsed)."""
     path = Path(path)
     label = path.name

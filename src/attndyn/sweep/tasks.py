@@ -134,7 +134,8 @@ def configure_worker() -> None:
             os.environ[key] = value
     import jax
 
-    if jax.config.jax_compilation_cache_dir:
+    options: Any = jax.config  # JAX adds its option properties at run time; its stubs list none
+    if options.jax_compilation_cache_dir:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 

@@ -13,7 +13,7 @@ from attndyn.errors import InputError
 
 
 def bench(
-    as_json: opt.json_flag("print rows as JSON") = False,
+    as_json: Annotated[bool, opt.json_flag("print rows as JSON")] = False,
     quick: Annotated[bool, typer.Option("--quick", help="fewer repetitions (smoke run)")] = False,
     torch_reference: Annotated[
         bool, typer.Option("--torch/--no-torch", help="time the PyTorch eager reference")

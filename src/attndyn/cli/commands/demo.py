@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 from rich.table import Table
 
@@ -60,7 +60,7 @@ def run_demo(out=None, force: bool = False, d: int | None = None) -> DemoResult:
     )
     tied_th_cfg = runs.theory_config("aim", dict(base, param="tied", t_max=TIED_T_MAX))
     tied_th = store.load(run_id(runs.theory_kind("aim"), tied_th_cfg))
-    d_val = tied_cfg.d
+    d_val = tied_cfg.model_dump()["d"]  # an aim field: the CLI reaches aim only by its name
     scale = d_val**2 * np.log(d_val)
     theory = {"direct S": direct_th}
     tied_label = "tied S = WWᵀ" + (
@@ -136,7 +136,7 @@ def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
 
 def demo(
     out: opt.Out = None,
-    force: opt.force_flag("recompute stored runs") = False,
+    force: Annotated[bool, opt.force_flag("recompute stored runs")] = False,
     progress: opt.Progress = True,
     devices: opt.Devices = None,
 ) -> None:

@@ -49,7 +49,7 @@ def run(
         typer.Option(help="run a negative control (a wrong model) whose claims must fail"),
     ] = None,
     out: opt.Out = None,
-    force: opt.force_flag("recompute stored runs") = False,
+    force: Annotated[bool, opt.force_flag("recompute stored runs")] = False,
     strict: Annotated[
         bool,
         typer.Option(
@@ -58,11 +58,11 @@ def run(
             "unless the control's claims fail)",
         ),
     ] = False,
-    as_json: opt.json_flag("print the outcome as JSON") = False,
+    as_json: Annotated[bool, opt.json_flag("print the outcome as JSON")] = False,
     progress: opt.Progress = True,
-    dry_run: opt.dry_run_flag(
-        "list the runs with steps, FLOPs, memory and time; run nothing"
-    ) = False,
+    dry_run: Annotated[
+        bool, opt.dry_run_flag("list the runs with steps, FLOPs, memory and time; run nothing")
+    ] = False,
     yes: opt.Yes = False,
     max_hours: opt.MaxHours = 1.0,
     devices: opt.Devices = None,
@@ -96,9 +96,9 @@ def run(
             seeds_ = "" if c.n_seeds is None else str(c.n_seeds)
             table.add_row(c.name, c.statement, value, seeds_, c.target, verdict)
         terminal.console.print(table)
-        for c in outcome.preconditions:
-            if not c.passed:
-                print(f"precondition not met: {c.text}")
+        for check in outcome.preconditions:
+            if not check.passed:
+                print(f"precondition not met: {check.text}")
         print(f"verdict: {outcome.verdict}")
         print(f"figure: {outcome.figure}")
         print(

@@ -24,7 +24,7 @@ def query(
         ),
     ],
     out: opt.Out = None,
-    as_json: opt.json_flag("JSON list, one object per row") = False,
+    as_json: Annotated[bool, opt.json_flag("JSON list, one object per row")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV")] = False,
 ) -> None:
     """Run SQL over the DuckDB views of a results folder and print the result."""
@@ -56,7 +56,7 @@ def runs(
         ),
     ] = None,
     out: opt.Out = None,
-    as_json: opt.json_flag("JSON list, every column") = False,
+    as_json: Annotated[bool, opt.json_flag("JSON list, every column")] = False,
     as_csv: opt.Csv = False,
     check: Annotated[
         bool,

@@ -20,7 +20,7 @@ def final_summary(traj, names) -> dict[str, dict[str, float]]:
 
     shown = [n for n in names if n in traj] or list(traj.data_vars)[:10]
     return {
-        name: {k: math.nan if stats[k] is None else stats[k] for k in ("mean", "std")}
+        name: {k: math.nan if (v := stats[k]) is None else v for k in ("mean", "std")}
         for name, stats in final_values(traj, shown).items()
     }
 
@@ -30,9 +30,11 @@ def simulate(
     set_: opt.Set = None,
     seeds: opt.Seeds = None,
     out: opt.Out = None,
-    force: opt.force_flag("recompute a stored run") = False,
-    as_json: opt.json_flag("print a JSON summary") = False,
-    dry_run: opt.dry_run_flag("print steps, FLOPs, memory and estimated time; run nothing") = False,
+    force: Annotated[bool, opt.force_flag("recompute a stored run")] = False,
+    as_json: Annotated[bool, opt.json_flag("print a JSON summary")] = False,
+    dry_run: Annotated[
+        bool, opt.dry_run_flag("print steps, FLOPs, memory and estimated time; run nothing")
+    ] = False,
     yes: opt.Yes = False,
     max_hours: opt.MaxHours = 1.0,
     progress: opt.Progress = True,
@@ -107,8 +109,8 @@ def predict(
     family: Annotated[str, typer.Argument(help="model family, e.g. aim")],
     set_: opt.Set = None,
     out: opt.Out = None,
-    force: opt.force_flag("recompute a stored theory run") = False,
-    as_json: opt.json_flag("print a JSON summary") = False,
+    force: Annotated[bool, opt.force_flag("recompute a stored theory run")] = False,
+    as_json: Annotated[bool, opt.json_flag("print a JSON summary")] = False,
     progress: opt.Progress = True,
 ) -> None:
     """Integrate the theory for one configuration and store it (kind 'theory')."""

@@ -24,8 +24,8 @@ def sweep(
         typer.Option(help="Dask scheduler, e.g. tcp://HOST:8786 (default: a local cluster)"),
     ] = None,
     out: opt.Out = None,
-    dry_run: opt.dry_run_flag("list the runs, run nothing") = False,
-    as_json: opt.json_flag("print the summary as JSON") = False,
+    dry_run: Annotated[bool, opt.dry_run_flag("list the runs, run nothing")] = False,
+    as_json: Annotated[bool, opt.json_flag("print the summary as JSON")] = False,
     progress: Annotated[
         bool, typer.Option("--progress/--no-progress", help="progress bar on stderr")
     ] = True,
@@ -61,11 +61,28 @@ def sweep(
         return
     if executor == "local":  # a Dask worker checks its own devices
         opt.on_devices(devices)
-    kwargs = {"executor": executor, "workers": workers, "address": address}
-    plan = allow(lambda: guard_sweep(spec, out, max_hours=max_hours, yes=yes, **kwargs))
+    plan = allow(
+        lambda: guard_sweep(
+            spec,
+            out,
+            executor=executor,
+            workers=workers,
+            address=address,
+            max_hours=max_hours,
+            yes=yes,
+        )
+    )
     try:
         shown_ = on_terminal(progress, as_json)
-        summary = run_sweep(plan or spec, out, progress=shown_, devices=devices, **kwargs)
+        summary = run_sweep(
+            plan or spec,
+            out,
+            executor=executor,
+            workers=workers,
+            address=address,
+            progress=shown_,
+            devices=devices,
+        )
     except KeyboardInterrupt:
         print("interrupted: stored runs are kept; run the same command to finish", file=sys.stderr)
         raise typer.Exit(130) from None

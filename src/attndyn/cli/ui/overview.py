@@ -99,9 +99,11 @@ def summary(out) -> dict[str, Any]:
 
     root = folder(out)
     con = connect(root)
+    count = con.execute("SELECT count(*) FROM runs").fetchone()
+    assert count is not None  # an aggregate gives one row
     return {
         "folder": str(root),
-        "runs": con.execute("SELECT count(*) FROM runs").fetchone()[0],
+        "runs": count[0],
         "by_family": _rows(
             con,
             "SELECT family, kind, count(*) AS runs, sum(CASE WHEN n_diverged > 0 THEN 1 ELSE 0 "

@@ -130,7 +130,10 @@ def time_attndyn(config: AIMConfig, min_seconds: float, repeats: int) -> dict:
 
 
 def _versions(with_torch: bool) -> dict:
-    out = {"jax_version": jax.__version__, "numpy_version": np.__version__}
+    out: dict[str, str | int | None] = {
+        "jax_version": jax.__version__,
+        "numpy_version": np.__version__,
+    }
     try:
         out["jaxlib_version"] = metadata.version("jaxlib")
     except metadata.PackageNotFoundError:

@@ -15,6 +15,7 @@ For indices k, l (students first, then teachers), with S_k the index's matrix:
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import jax.numpy as jnp
 
@@ -41,9 +42,10 @@ def index_matrices(side: dict) -> list[dict]:
     return out
 
 
-def letters(mats: list[dict]) -> dict[str, tuple[jnp.ndarray, str]]:
-    """Alphabet for moment words: name -> (matrix, name of its transpose)."""
-    alphabet: dict[str, tuple[jnp.ndarray, str]] = {}
+def letters(mats: list[dict]) -> dict[str, tuple[Any, str]]:
+    """Alphabet for moment words: name -> (matrix, name of its transpose); the matrices are
+    those of ``mats`` (NumPy or JAX arrays)."""
+    alphabet: dict[str, tuple[Any, str]] = {}
     for k, m in enumerate(mats, start=1):
         if m["symmetric"]:
             alphabet[f"{k}"] = (m["S"], f"{k}")

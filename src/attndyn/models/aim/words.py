@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 
 def letter_kind(letter: str) -> tuple[str, int]:
@@ -74,11 +75,11 @@ def moment_name(word: tuple[str, ...], symmetric: bool) -> str:
     return "mu_" + ".".join(word)
 
 
-def word_traces(mats: Mapping[str, object], words: Sequence[tuple[str, ...]]) -> list:
+def word_traces(mats: Mapping[str, Any], words: Sequence[tuple[str, ...]]) -> list:
     """μ_α = Tr(Z_1⋯Z_w)/d of each word, for letter matrices ``mats`` (NumPy or JAX arrays);
     products of prefixes are cached, and the last factor enters through Tr(PZ) = Σ P ∘ Zᵀ."""
     d = next(iter(mats.values())).shape[0]
-    prefix: dict[tuple, object] = {}
+    prefix: dict[tuple, Any] = {}
 
     def product(word: tuple):
         if len(word) == 1:

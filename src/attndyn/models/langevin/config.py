@@ -172,6 +172,7 @@ class LangevinConfig(SimulationConfig):
         """The SDE's s: ``s`` (sde), 2/β (lmc: :data:`BETA_OF_S`), 0 for sgd (its noise is the
         minibatch's)."""
         if self.dynamics == "lmc":
+            assert self.beta is not None  # the validator requires beta for lmc
             return 2.0 / self.beta
         return self.s if self.dynamics == "sde" else 0.0
 

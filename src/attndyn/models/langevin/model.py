@@ -60,7 +60,7 @@ class Potential:
 
 def sum_sq(params: Params) -> jax.Array:
     """Σ_g ‖W_g‖²_F."""
-    return sum(jnp.sum(jnp.square(w)) for w in jax.tree.leaves(params))
+    return jnp.asarray(sum(jnp.sum(jnp.square(w)) for w in jax.tree.leaves(params)))
 
 
 def _gauss(key, shape, fan_in, scale, dtype):
@@ -84,7 +84,7 @@ ATTENTION_GROUPS = ("Q", "K", "V", "O")
 def attention_shapes(c: LangevinConfig) -> dict[str, tuple[tuple[int, ...], int]]:
     """Group → (shape, fan_in). W_V maps to d_v (with W_O) or straight to d_out."""
     dv = c.d_v if c.output else c.d_out
-    shapes = {
+    shapes: dict[str, tuple[tuple[int, ...], int]] = {
         "Q": ((c.heads, c.d, c.d_k), c.d),
         "K": ((c.heads, c.d, c.d_k), c.d),
         "V": ((c.heads, c.d, dv), c.d),

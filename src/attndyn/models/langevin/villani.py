@@ -59,7 +59,7 @@ def hutchinson_terms(f: FlatF, x: jax.Array, z: jax.Array) -> jax.Array:
 
 def hutchinson_laplacian(
     f: FlatF, x: jax.Array, key: jax.Array, probes: int
-) -> tuple[jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array | float]:
     """(estimate, standard error) of ΔF(x) from ``probes`` Rademacher probes.
 
     The Hutchinson variance is 2 Σ_{i≠j} H_ij² / m (Rademacher), estimated here by the sample

@@ -134,7 +134,8 @@ def run_records(
         if problem.value_and_grad is None:
             grad = jax.grad(lambda p, st: problem.loss(p, st, None))
         else:
-            grad = lambda p, st: problem.value_and_grad(p, st, None)[1]  # noqa: E731
+            value_and_grad = problem.value_and_grad
+            grad = lambda p, st: value_and_grad(p, st, None)[1]  # noqa: E731
         result = integrate_flow(
             problem.init,
             grad,

@@ -144,7 +144,7 @@ def detect_stages(
 
 def _restarts(time: np.ndarray, erank: np.ndarray, rank_tol: float) -> list[Stage]:
     """Rank rises through k + 1/2 (see the module docstring)."""
-    out = []
+    out: list[Stage] = []
     n = len(erank)
     condensed = np.flatnonzero(erank <= 1.0 + rank_tol)
     if not len(condensed):

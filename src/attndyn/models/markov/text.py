@@ -132,12 +132,13 @@ def hf_text(source: str, max_chars: int, load_dataset=None) -> str:
     name, config, separator = HF_SOURCES[source]
     if load_dataset is None:
         try:
-            from datasets import load_dataset
+            import datasets
         except ImportError:
             raise InputError(
                 f"invalid value for 'corpus': {source} needs the Hugging Face datasets "
                 f"library ({INSTALL})"
             ) from None
+        load_dataset = datasets.load_dataset
     try:
         rows = load_dataset(name, config, split="train")
         return join_rows(rows, separator, max_chars)
@@ -300,7 +301,9 @@ def bpe_corpus(text: str, vocab: int, max_tokens: int) -> Corpus:
     if ids.size < 2:
         raise InputError("invalid value for 'corpus': fewer than 2 tokens in the text")
     size = tok.get_vocab_size()
-    strings = tuple(tok.id_to_token(i) for i in range(size))
+    tokens = [tok.id_to_token(i) for i in range(size)]
+    strings = tuple(t for t in tokens if t is not None)
+    assert len(strings) == size  # every id below the vocabulary size has a token
     return Corpus(ids, strings, lambda x: tok.decode(x, skip_special_tokens=False))
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attndyn.core.ode import integrate
+from attndyn.core.ode import as_event, integrate
 from attndyn.models.aim.words import canonical, canonical_words, moment_name
 
 
@@ -129,7 +129,8 @@ class TiedHierarchy:
             vals = np.linalg.eigvalsh(0.5 * (q + q.T))
             return float(vals[0] + CONE_TOL * max(vals[-1], 0.0))
 
-        blow_up.terminal = cone_exit.terminal = True
+        as_event(blow_up, terminal=True)
+        as_event(cone_exit, terminal=True)
         values = integrate(
             self._scaled_rhs if self.weight_decay > 0 else self.rhs,
             mu0,

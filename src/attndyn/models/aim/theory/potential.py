@@ -36,6 +36,7 @@ budget). Its cost and accuracy against Sobol QMC in the full 6 dimensions are in
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import jax
@@ -66,7 +67,7 @@ class Potential:
     relative jitter of 1e-12), so Φ is differentiable by reverse-mode autodiff.
     """
 
-    loss: callable
+    loss: Callable[[jax.Array], jax.Array]  # the form tensor G -> L(G)
     C: np.ndarray
     keep: np.ndarray  # indices of the distinct entries in the flattened (k, i, j) order
     expand: np.ndarray  # (n_full, n_kept) 0/1 matrix: G_full = expand @ G_kept
@@ -139,7 +140,8 @@ class Potential:
 
     def gradients(self, m, omega, psi) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(∂Φ/∂m, ∇_Ω Φ, ∇_Ψ Φ) with the ½ convention for off-diagonal entries."""
-        return tuple(np.asarray(x) for x in self._call("grads", m, omega, psi))
+        dm, domega, dpsi = self._call("grads", m, omega, psi)
+        return np.asarray(dm), np.asarray(domega), np.asarray(dpsi)
 
     # Tied / centred convenience (m = 0, Ω = Ψ = q)
     def phi_tied(self, q) -> float:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from math import factorial
+from typing import cast
 
 import numpy as np
 import xarray as xr
@@ -125,13 +126,15 @@ def recovery_signal(
     k, l = sorted(pair)
     tag = f"{k}{l}"
     kind = _kind(traj, kind)
+    # NumPy ufuncs return DataArrays for DataArrays (__array_ufunc__); numpy's stubs say ndarray
     if kind == "tied":
-        return np.abs(traj[f"p_{tag}"])
+        return cast(xr.DataArray, np.abs(traj[f"p_{tag}"]))
     if kind == "direct":
         names = {"pm": ("pplus", "pminus"), "psi-omega": ("pPsi", "pOmega")}[direct]
-        return np.maximum(np.abs(traj[f"{names[0]}_{tag}"]), np.abs(traj[f"{names[1]}_{tag}"]))
+        signal = np.maximum(np.abs(traj[f"{names[0]}_{tag}"]), np.abs(traj[f"{names[1]}_{tag}"]))
+        return cast(xr.DataArray, signal)
     if kind == "untied":
-        return np.maximum(np.abs(traj[f"q1_{tag}"]), np.abs(traj[f"q2_{tag}"]))
+        return cast(xr.DataArray, np.maximum(np.abs(traj[f"q1_{tag}"]), np.abs(traj[f"q2_{tag}"])))
     raise ValueError(f"unknown kind {kind!r}; use tied, direct, untied or auto")
 
 
@@ -247,11 +250,11 @@ def measured_initial_slope(
             continue
         coef = np.polynomial.polynomial.polyfit(x[ok], row[ok], degree)
         slopes.append(float(coef[1]))
-    slopes = np.asarray(slopes)
-    good = slopes[np.isfinite(slopes)]
+    per_seed = np.asarray(slopes)
+    good = per_seed[np.isfinite(per_seed)]
     sem = float(np.std(good, ddof=1) / np.sqrt(len(good))) if len(good) > 1 else float("nan")
     return {
-        "per_seed": slopes,
+        "per_seed": per_seed,
         "mean": float(np.mean(good)) if len(good) else float("nan"),
         "sem": sem,
         "records": int(keep.sum()),

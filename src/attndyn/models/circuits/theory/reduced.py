@@ -161,9 +161,9 @@ def _events(thresholds: Sequence[float], p: ReducedParams, stop_at: float | None
         def event(t, y, th=th):
             return np.log(loss(y[0], y[1], p)) - np.log(th)
 
-        event.direction = -1
-        event.terminal = stop_at is not None and th == stop_at
-        events.append(event)
+        events.append(
+            ode.as_event(event, terminal=stop_at is not None and th == stop_at, direction=-1)
+        )
     return events
 
 

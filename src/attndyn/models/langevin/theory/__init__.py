@@ -96,7 +96,7 @@ def _quadratic(config: LangevinConfig, s: float, times: np.ndarray) -> dict[str,
     }
 
 
-def _double_well(config: LangevinTheoryConfig, s: float, times: np.ndarray) -> dict:
+def _double_well(config: LangevinConfig, s: float, times: np.ndarray) -> dict:
     lam = config.lam
     g = fokker_planck.grid(
         s, lam, getattr(config, "fp_cells", 0), x0=config.x0, init_scale=config.init_scale

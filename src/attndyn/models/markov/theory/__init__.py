@@ -88,9 +88,9 @@ def predict(config: MarkovTheoryConfig):
         obs = jax.vmap(
             lambda p: observe(p, jnp.asarray(pi), jnp.asarray(P), law.entropy_star, track, Arch())
         )(params)
-        obs = {k: np.asarray(v) for k, v in obs.items()}
+        values = {k: np.asarray(v) for k, v in obs.items()}
     return make_trajectory(
-        obs,
+        values,
         time=times,
         step=steps,
         family="markov",

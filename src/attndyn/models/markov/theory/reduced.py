@@ -61,7 +61,7 @@ def manifold_params(
     }
 
 
-def manifold_coordinates(params, alpha, alpha_t) -> dict[str, np.ndarray]:
+def manifold_coordinates(params, alpha, alpha_t) -> dict[str, np.ndarray | float]:
     """(γ, β, λ_Q, λ_K) of ``params`` projected on Eq. 18 with directions α₁, α̃, and the
     Frobenius norm ``off`` of what lies off the manifold (0 on it)."""
     a1, at = np.asarray(alpha, np.float64), np.asarray(alpha_t, np.float64)

@@ -15,7 +15,7 @@ import jax
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 
-from attndyn.core.ode import solve
+from attndyn.core.ode import as_event, solve
 from attndyn.core.roots import jacobian, newton
 from attndyn.models.aim.config import AIMConfig
 from attndyn.models.aim.model import ACTIVATIONS
@@ -87,7 +87,7 @@ class MeanDynamics:
         def event(t, m):
             return np.max(np.abs(self._fast_rhs(m, q1, q2, D_tr, extra))) - 1e-9
 
-        event.terminal = True
+        as_event(event, terminal=True)
         sol = solve(
             lambda t, m: self._fast_rhs(m, q1, q2, D_tr, extra),
             (0.0, t_max / rate),
