@@ -84,9 +84,10 @@ like the chains' (seeds 10⁶ + seed + i), and the Hessian spectrum at the best 
 the Newton min F (it is the minimum, not a local one); the Hessian at min F has exactly
 p − p_eff eigenvalues below 0.01·λ (the minimiser is nondegenerate up to its orbit); E F relaxes
 toward its window mean at the smallest s (rate of log|E F − plateau| ≈ c − λ_s t, low end of its
-interval > 0: percentile bootstrap at ≥ 20 chains, else jackknife-t). The last was the claim `converges-m` until no wrong model could make it fail (the
-`short-horizon` control fits a positive rate too): it checks the plateau measurement; the
-falsifiable part of "converges" is `plateau-reached`.
+interval > 0: percentile bootstrap at ≥ 20 chains, else jackknife-t). The last was the claim
+`converges-m` until no wrong model could make it fail (the `short-horizon` control fits a
+positive rate too): it checks the plateau measurement; the falsifiable part of "converges" is
+`plateau-reached`.
 
 **Basins.** Attention starts of scale 1 put 2 of 8 Newton starts in a local minimum
 (F = 4.62 against 3.29) where chains at s ≤ 0.1 stayed; from scale 0.3 every start reaches the
