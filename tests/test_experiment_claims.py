@@ -38,7 +38,7 @@ PINNED: dict[str, list[str]] = {
         "collapsed-sensitivity-still-rising",
         "factorised-sensitivity-decayed",
     ],
-    "langevin-regularization": ["lora-walk", "lora-bounded", "lora-villani-grows"],
+    "langevin-regularization": ["lora-villani-grows"],
     "langevin-vs-sgd": ["sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"],
     "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
     "langevin-plateau": [
@@ -110,7 +110,6 @@ PINNED: dict[str, list[str]] = {
         "gibbs-ks-s0.2",
         "relaxation-rate",
         "eyring-kramers-slope",
-        "ou-decay-rate",
         "ou-stationary-variance",
     ],  # fmt: skip
 }

@@ -83,10 +83,11 @@ like the chains' (seeds 10⁶ + seed + i), and the Hessian spectrum at the best 
 **Preconditions** (else the outcome is invalid): no chain diverged; no chain recorded F below
 the Newton min F (it is the minimum, not a local one); the Hessian at min F has exactly
 p − p_eff eigenvalues below 0.01·λ (the minimiser is nondegenerate up to its orbit); E F relaxes
-toward its window mean at the smallest s (rate of log|E F − plateau| ≈ c − λ_s t, bootstrap low
-end > 0). The last was the claim `converges-m` until no wrong model could make it fail (the
-`short-horizon` control fits a positive rate too): it checks the plateau measurement; the
-falsifiable part of "converges" is `plateau-reached`.
+toward its window mean at the smallest s (rate of log|E F − plateau| ≈ c − λ_s t, low end of its
+interval > 0: percentile bootstrap at ≥ 20 chains, else jackknife-t). The last was the claim
+`converges-m` until no wrong model could make it fail (the `short-horizon` control fits a
+positive rate too): it checks the plateau measurement; the falsifiable part of "converges" is
+`plateau-reached`.
 
 **Basins.** Attention starts of scale 1 put 2 of 8 Newton starts in a local minimum
 (F = 4.62 against 3.29) where chains at s ≤ 0.1 stayed; from scale 0.3 every start reaches the
@@ -160,8 +161,8 @@ class LangevinPlateau(Experiment):
             "plateau-reached-{}",
             "{}: E F is stationary over the plateau window t ≥ `burn`·t_max",
             statistic="change of E F over the window (least-squares slope × length, "
-            "`stationary.window_change`) over the predicted gap, at every s; bootstrap over "
-            "chains; the value farthest from 0",
+            "`stationary.window_change`) over the predicted gap, at every s; Student-t over the "
+            "per-chain changes; the value farthest from 0",
             target=between(measured("−2τ"), measured("2τ")),
             reason="a linear drift Δ over the window biases the window mean by Δ/2; |Δ| ≤ 2τ "
             "keeps that bias inside the Laplace tolerance τ of `laplace`",
@@ -261,7 +262,7 @@ class LangevinPlateau(Experiment):
                 ),
                 Check.compare(
                     f"{name}: E F relaxes toward its window mean at s = {s_min} (rate λ_s of "
-                    "log|E F − plateau| ≈ c − λ_s t, low end of its bootstrap 95 % CI)",
+                    "log|E F − plateau| ≈ c − λ_s t, low end of its 95 % CI)",
                     rec["runs"][s_min]["rate"].low,
                     ">",
                     0.0,

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from attndyn.claims.base import Control, Experiment, RunContext
 from attndyn.claims.spec import Evidence, between, claim, measured, within
-from attndyn.claims.stats import bootstrap_ci, worst
+from attndyn.claims.stats import jackknife_ci, worst
 from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
 from attndyn.experiments.langevin import plateau_common as pc
@@ -133,8 +133,8 @@ class LangevinSize(Experiment):
         claim(
             "plateau-reached",
             "E F is stationary over the window t ≥ `burn`·t_max at every size",
-            statistic="change of E F over the window over s·p_eff/4 at s, bootstrap over chains; "
-            "the size farthest from 0",
+            statistic="change of E F over the window over s·p_eff/4 at s, Student-t over the "
+            "per-chain changes; the size farthest from 0",
             target=between(measured("−2τ"), measured("2τ")),
             reason="a drift Δ over the window biases its mean by Δ/2; |Δ| ≤ 2τ keeps that bias "
             "inside the Laplace tolerance τ",
@@ -155,7 +155,7 @@ class LangevinSize(Experiment):
             "gap-slope",
             "the gap grows like p_eff",
             statistic="least-squares slope of log(plateau − min F) against log p_eff over the "
-            "sizes, bootstrap within each size",
+            "sizes, jackknife-t leaving one chain seed out of every size",
             target=within(
                 measured("the predicted exponent (1)"),
                 measured("ln((1+τ)/(1−τ))/ln(p_max/p_min)"),
@@ -208,7 +208,8 @@ class LangevinSize(Experiment):
         return {
             "sizes": sizes,
             "tau": tau,
-            "slope": bootstrap_ci([rec["s"]["avg"] for rec in sizes.values()], slope),
+            # the same chain seeds at every size: leave seed i out of every size at once
+            "slope": jackknife_ci([rec["s"]["avg"] for rec in sizes.values()], slope, paired=True),
             # the predicted exponent of gap ∝ p_eff^k: 1 at one s, 0 under the mean-field theory
             "slope_predicted": 1.0 if config.theory == "fixed" else 0.0,
             "slope_tol": math.log((1 + tau) / (1 - tau)) / math.log(p.max() / p.min()),
@@ -222,7 +223,7 @@ class LangevinSize(Experiment):
         checks.append(
             Check.compare(
                 f"E F relaxes toward its window mean at s = {config.s}, every size (rate λ_s of "
-                f"log|E F − plateau|, low end of its bootstrap 95 % CI; the lowest: {w}×{r}; "
+                f"log|E F − plateau|, low end of its 95 % CI; the lowest: {w}×{r}; "
                 + ", ".join(f"{a}×{b}: {x.value:.3f}" for (a, b), x in rates.items())
                 + ")",
                 rates[(w, r)].low,
