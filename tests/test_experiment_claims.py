@@ -49,7 +49,6 @@ PINNED: dict[str, list[str]] = {
     "langevin-size": ["plateau-reached", "gap-matches-size", "gap-slope"],
     "markov-stages": [
         "stage1-rate",
-        "attention-frozen",
         "plateau-gap",
         "focus-alignment",
         "dilution",
