@@ -49,7 +49,6 @@ PINNED: dict[str, list[str]] = {
     "langevin-size": ["plateau-reached", "gap-matches-size", "gap-slope"],
     "markov-stages": [
         "stage1-rate",
-        "attention-frozen",
         "plateau-gap",
         "focus-alignment",
         "dilution",
@@ -57,10 +56,15 @@ PINNED: dict[str, list[str]] = {
     ],
     "markov-symmetry": [
         "symmetric-stall-d4",
+        "symmetric-stall-d3",
         "restart-d4",
+        "restart-d3",
         "rate-theory-d4",
+        "rate-theory-d3",
         "rate-slope-d4",
+        "rate-slope-d3",
         "escape-slope-d4",
+        "escape-slope-d3",
     ],
     "markov-text": [  # tiny runs on the generated corpus gen:topic-words
         "focus-topic-words",

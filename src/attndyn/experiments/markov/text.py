@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 
 from attndyn.claims.base import Control, Experiment, RunContext
 from attndyn.claims.config import Base, ExperimentConfig, variant
-from attndyn.claims.spec import Evidence, at_least, at_most, claim, measured
+from attndyn.claims.spec import Evidence, at_least, claim, measured
 from attndyn.claims.stats import mean_ci
 from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
@@ -53,8 +53,13 @@ the paper's dominant whitespace token (a BPE token with no word-level counterpar
 **Controls.** `shuffled` does not reject `focus` (the shuffled corpus focuses just as fast: the
 focus is driven by fitting π̂ itself) nor, at small, `entropy-cycle-tinystories` (Adam keeps
 moving Φ on the noise of a finite corpus): `focus` and `entropy-cycle` are not evidence of bigram
-learning, which is what `frozen-attention` rejects. Under `frozen-attention`, `dilution` and
-`beyond-unigram` still pass (M = W₀W₁ learns the bigram law without attention).
+learning, which is what `frozen-attention` rejects. Nor does it reject `dilution`: the shuffled
+corpus's attention also leaves the top token after its peak (seed-mean lowest attention 0.37,
+0.28, 0.33 at tiny, seed offsets 0, 1000, 2000); the old statistic (that minimum ≤ 1/2) failed
+it only through its interval's width, so `dilution` is now the per-seed margin by which the
+attention crossed 1/2 up and then down, which `frozen-attention` fails (no focus). Under
+`frozen-attention`, `beyond-unigram` still passes at small (M = W₀W₁ learns the bigram law
+without attention), so it is listed for `shuffled` only.
 
 **Known problem.** With attndyn's default XLA setting (YNNPACK dot fusions on,
 src/attndyn/core/jaxsetup.py) the small and paper presets have hung in XLA's threads; run them with
@@ -248,14 +253,15 @@ class MarkovText(Experiment):
         claim(
             "dilution-{}",
             "{}: after its peak the focus dilutes",
-            statistic="per seed, the mean over those queries of min_{t ≥ t_peak} a_q(top), the "
-            "lowest attention on the top token after the query's own peak; seed mean, Student-t "
-            "95 % CI",
-            target=at_most(FOCUS_LEVEL),
-            reason='Section 4.2, "before subsequently losing this focus": the top token loses '
-            "that majority again; the same level as `focus`, so the two together say the "
-            "attention crossed 1/2 up and then down",
-            controls=("shuffled",),
+            statistic="per seed, with peak = the mean over those queries of max_t a_q(top) and "
+            "low = their mean of min_{t ≥ t_peak} a_q(top) (the lowest attention on the top "
+            "token after the query's own peak), the margin min(peak − 1/2, 1/2 − low) by which "
+            "the attention crossed 1/2 up and then down; seed mean, Student-t 95 % CI",
+            target=at_least(0.0),
+            reason='Section 4.2, "before subsequently losing this focus": the top token gains '
+            "the majority of the attention (the level of `focus`) and loses it again, both in "
+            "the same seed",
+            controls=("frozen-attention",),
             over="corpus",
             key=corpus_key,
         ),
@@ -351,7 +357,13 @@ class MarkovText(Experiment):
                 "top": labels[j_top],
                 "pi_tracked": [float(pi[i]) for i in T],
                 "focus": mean_ci(np.mean(a.max(axis=2), axis=0)),
-                "dilution": mean_ci(np.mean(later_min, axis=0)),
+                "dilution": mean_ci(
+                    np.minimum(
+                        np.mean(a.max(axis=2), axis=0) - FOCUS_LEVEL,
+                        FOCUS_LEVEL - np.mean(later_min, axis=0),
+                    )
+                ),
+                "later_min": mean_ci(np.mean(later_min, axis=0)),
                 "peak_time": mean_ci(np.mean(tr["time"].values[k], axis=0)),
                 "entropy_initial": float(H[:, 0].mean()),
                 "entropy_fall": mean_ci(fall),
@@ -387,7 +399,10 @@ class MarkovText(Experiment):
                 f"(1/{len(r['tracked'])} at init)",
             )
             out[f"dilution-{key}"] = Evidence(
-                r["dilution"], detail=f"{where}; peak at time {r['peak_time'].value:.3g}"
+                r["dilution"],
+                detail=f"{where}; peak at time {r['peak_time'].value:.3g}; lowest attention on "
+                f"the top token after it {r['later_min'].value:.3f} [{r['later_min'].low:.3f}, "
+                f"{r['later_min'].high:.3f}]",
             )
             out[f"entropy-cycle-{key}"] = Evidence(
                 r["entropy_rise_fraction"],
@@ -434,7 +449,7 @@ class MarkovText(Experiment):
             loss.plot(t, tr["loss"].values.mean(axis=0)[1:], "C3", label="loss")
             loss.axhline(info["L_uni"], color="C3", ls=":", lw=1, label="unigram")
             loss.axhline(info["L_star"], color="C3", ls="--", lw=1, label="L* (bigram)")
-            loss.set(ylabel="loss (nats)")
+            loss.set(ylabel="loss (nats)", xlabel="Adam step")  # the twin's x axis is hidden
             loss.legend(frameon=False, fontsize=7, loc="upper right")
             for ax in row:
                 ax.set(xscale="log", xlabel="Adam step")
