@@ -535,8 +535,15 @@ class LangevinGibbs(Experiment):
         for i, s in enumerate(config.temps):
             tr = runs[s]
             inside = tr["time"].values >= config.burn - 1e-9
-            ax.hist(np.abs(tr["x"].values[:, inside]).ravel(), bins=100, range=(0, 2),
-                    density=True, histtype="step", color=f"C{i}", label=f"s = {key(s)}")  # fmt: skip
+            ax.hist(
+                np.abs(tr["x"].values[:, inside]).ravel(),
+                bins=100,
+                range=(0, 2),
+                density=True,
+                histtype="step",
+                color=f"C{i}",
+                label=f"s = {key(s)}",
+            )
             w = np.exp(-2 * fp.f(grid) / config.reference_s(s))
             ax.plot(grid, w / (w.sum() * (grid[1] - grid[0])), "k--", lw=0.8)
         ax = axes[1]

@@ -294,7 +294,8 @@ class LangevinPlateau(Experiment):
                 runs[s_min]["ratio"],
                 checks=(
                     Check(
-                        f"ratio at s_max in (0, 2) (95% CI; the Laplace regime reaches s = {s_max})",
+                        "ratio at s_max in (0, 2) (95% CI; the Laplace regime reaches "
+                        f"s = {s_max})",
                         bool(hi.low > 0 and hi.high < 2),
                     ),
                 ),

@@ -154,8 +154,9 @@ def spectrum(values: dict[str, Any], eig: np.ndarray, h: float, orbit: int) -> d
 
 def chains(tr: xr.Dataset, F_min: float, pred: float, burn: float) -> dict[str, Any]:
     """Per run: per-chain plateau (time average over t ≥ burn·t_max), the gap ratio
-    (plateau − min F)/pred, the relaxation rate (bootstrap or jackknife-t over chains) and the window change
-    of E F (Student-t over the per-chain changes), the smallest F any chain recorded."""
+    (plateau − min F)/pred, the relaxation rate (bootstrap or jackknife-t over chains) and the
+    window change of E F (Student-t over the per-chain changes), the smallest F any chain
+    recorded."""
     from attndyn.models.langevin.stationary import relaxation_rate, time_average, window_change
 
     F = tr["F"].values.astype(float)
