@@ -89,9 +89,7 @@ def test_lr_ratio_reduced(tmp_path):
     assert len(outcome["run_ids"]) == 6
     # in declaration order: each claim for every model in turn
     assert [c["name"] for c in outcome["claims"]] == [
-        f"{m}-{c}"
-        for c in ("ratio-monotone", "ratio-effect", "schedule-sharpens")
-        for m in ("caco", "fafo")
+        f"{m}-{c}" for c in ("ratio-monotone", "schedule-sharpens") for m in ("caco", "fafo")
     ]
 
 
@@ -151,3 +149,28 @@ def test_swapped_rates_exchange_the_two_circuits():
         a, b = _rates(plain, 0.3, r), _rates(swapped, 0.3, r)
         # (η_QK, η_OV) = (ratio·lr, lr)
         assert (a["ratio"] * a["lr"], a["lr"]) == pytest.approx((b["lr"], b["ratio"] * b["lr"]))
+
+
+class _Recorder:
+    """A RunContext that records what it is asked to simulate (nothing runs)."""
+
+    def __init__(self):
+        self.runs = []
+
+    def simulate(self, family, base, **changes):
+        from attndyn.claims.config import changed
+
+        self.runs.append(changed(base, **changes))
+        return len(self.runs) - 1
+
+
+def test_all_fafo_control_trains_fafo_in_the_run_read_as_faco():
+    from attndyn.experiments.circuits.parameterization import CircuitsParameterization
+
+    exp, plain = experiment_config("circuits-parameterization", "tiny", {})
+    _, control = experiment_config("circuits-parameterization", "tiny", {"faco_as": "FAFO"})
+    for config, faco in ((plain, "FACO"), (control, "FAFO")):
+        rec = _Recorder()
+        CircuitsParameterization().run(config, rec)
+        assert [(r["param"], r["ratio"]) for r in rec.runs] == [("FAFO", 1.0), (faco, 1.0)]
+    assert exp.must_fail("all-fafo", control) == ("faco-sharp", "faco-sharper-than-fafo")

@@ -160,3 +160,19 @@ def test_trajectory_observables_and_sensitivity():
 def test_config_errors(values, field):
     with pytest.raises(InputError, match=field):
         validate(FixedAttentionConfig, values)
+
+
+def test_one_ov_controls_train_one_parameterisation_in_both_runs(monkeypatch):
+    """``all-collapsed`` / ``all-factorised`` train the same OV circuit under both names."""
+    from attndyn.claims.runner import experiment_config
+    from attndyn.experiments.circuits import fixed_attention
+
+    trained = []
+    monkeypatch.setattr(fixed_attention, "stored_run", lambda cfg, ctx: trained.append(cfg.ov))
+    exp, plain = experiment_config("circuits-fixed-attention", "tiny", {})
+    fixed_attention.CircuitsFixedAttention().run(plain, None)
+    for ov in ("collapsed", "factorised"):
+        _, control = experiment_config("circuits-fixed-attention", "tiny", {"one_ov": ov})
+        fixed_attention.CircuitsFixedAttention().run(control, None)
+    assert trained == ["collapsed", "factorised", *["collapsed"] * 2, *["factorised"] * 2]
+    assert exp.must_fail("all-factorised", plain) == ("collapsed-sensitivity-still-rising",)

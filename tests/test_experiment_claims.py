@@ -98,7 +98,7 @@ PINNED: dict[str, list[str]] = {
         "dichotomy-signal",
         "theory-slow",
     ],
-    "circuits-lr-ratio": ["caco-ratio-monotone", "caco-ratio-effect", "caco-schedule-sharpens"],
+    "circuits-lr-ratio": ["caco-ratio-monotone", "caco-schedule-sharpens"],
     "circuits-parameterization": [
         "fafo-diffuse",
         "fafo-near-uniform",

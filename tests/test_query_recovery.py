@@ -23,7 +23,7 @@ REDUCED = [
     "nuisance.t_max=60",
     "weak.t_max=60",
     "weak.n_nuisance=40",
-    "track_seeds=3",
+    "track_seeds=20",
     "track_time=1.0",
     "track_etas=[0.1, 0.05]",
     "plateau_etas=[0.2, 0.1]",
@@ -89,6 +89,23 @@ def test_presets_validate_and_bad_input():
         experiment_config("query-recovery", "small", {"track_etas": [0.05, 0.1]})
     with pytest.raises(InputError, match="cases"):
         experiment_config("query-recovery", "small", {"cases": ["weak", "weak"]})
+    # the gap exponent's percentile bootstrap is refused below MIN_BOOTSTRAP_SEEDS chains
+    with pytest.raises(InputError, match="track_seeds"):
+        experiment_config("query-recovery", "small", {"track_seeds": 8})
+
+
+def test_plateau_wrong_models_change_the_scaling():
+    """``plateau_batch_scaling`` gives the plateau runs a batch ∝ η (η/batch fixed); the weak
+    case's recovery is failed by ``no-signal``."""
+    from attndyn.experiments.query.recovery import _plateau
+
+    _, small = experiment_config("query-recovery", "small", {})
+    assert "batch" not in _plateau(small, 0.2)
+    _, control = experiment_config("query-recovery", "small", {"plateau_batch_scaling": True})
+    batches = {eta: _plateau(control, eta)["batch"] for eta in control.plateau_etas}
+    assert batches == {0.2: 4, 0.05: 1}
+    exp, _ = experiment_config("query-recovery", "small", {})
+    assert exp.must_fail("no-signal", small) == ("nuisance-recovery", "weak-recovery")
 
 
 def test_cases_declare_their_claims():

@@ -101,7 +101,7 @@ class CircuitsLRRatio(Experiment):
             "models": ["CACO"],
             "caco.lr": 3.0,
             "caco.t_max": 667,
-            "seeds": 3,
+            "seeds": 5,
             "caco.test_size": 256,
             "caco.records": 20,
         },
@@ -119,7 +119,8 @@ class CircuitsLRRatio(Experiment):
     }
     preset_notes = {
         "tiny": "CACO only: FAFO's five ratios and ramp would double the compilations; the small "
-        "preset (slow tests) covers it.",
+        "preset (slow tests) covers it. Five seeds (as small): with three, the weakest step's "
+        "interval reached below 0 at seed offset 1000 ([−0.0002, 0.135]).",
         "small": "both models at the defaults.",
         "paper": "the notebooks' η_OV and steps. The FAFO part (`--set 'models=[\"FAFO\"]'`) ran "
         "in 655 s niced and passed.",
@@ -152,16 +153,6 @@ class CircuitsLRRatio(Experiment):
             **PER_MODEL,
         ),
         claim(
-            "{}-ratio-effect",
-            "{}: attention at matched loss is sharper at the largest r than at the smallest",
-            statistic="mass(largest r) − mass(smallest r) at the matched loss, paired by seed; "
-            "seed mean (Student-t 95 % CI)",
-            target=above(0.0),
-            reason="the same statement across the whole range",
-            controls={"swapped-rates": ("caco",)},
-            **PER_MODEL,
-        ),
-        claim(
             "{}-schedule-sharpens",
             "{}: a QK step that grows (linear ramp ×1 → ×`*_ramp_end`, base r = 1) sharpens "
             "attention at matched loss",
@@ -180,6 +171,10 @@ predictive performance, and an increasing-r schedule also sharpens. The notebook
 r = 5 (η_QK 0.05, η_OV 0.01; seq_len 128, 200 000 steps) and a QK ramp ×1 → ×10, FAFO (all four
 matrices eye·1e-6) at r = 20 and a ramp ×1 → ×40.
 
+The effect of the whole range, mass(largest r) − mass(smallest r) per seed, is the sum of the
+consecutive steps: `*-ratio-monotone` implies it, so it is reported in the summary
+(`models.*.effect`), not claimed.
+
 Runs of one model use the same seeds (seed s: the same initialisation and training stream in
 every run), so every comparison is the seed mean of a per-seed difference (paired design).
 Preconditions (unmet → invalid): every seed of every run of the model reaches its matched loss,
@@ -193,6 +188,15 @@ the notebooks' seq_len 128: at 64 it is not monotone (r = 10 learns the query-to
 SGD here follows one path in η·steps (docs/circuits.md), so every preset runs η_OV·steps = 2000
 (which also sets the ramps' slope). At the small preset `swapped-rates` would put η_OV up to
 40 × 0.3 = 12 on FAFO, which diverges: the control names CACO claims only.
+
+**Seeds re-drawn (tiny, the default `seed` 1234 / `--seed 1000` / `--seed 2000`, 5 seeds,
+2026-12-03).** `caco-ratio-monotone`
+0.0855 [0.0773, 0.0936] / 0.0674 [0.0434, 0.0914] / 0.0896 [0.0843, 0.0950];
+`caco-schedule-sharpens` 0.1014 [0.1003, 0.1025] / 0.1010 [0.1003, 0.1017] / 0.1011 [0.1002,
+0.1020].
+
+Not done: the FAFO claims (small preset only) have no control yet. `swapped-rates` diverges on
+FAFO at small, and `decreasing-ramp` has not been run on FAFO, so it names CACO's claims only.
 """
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
@@ -265,7 +269,6 @@ SGD here follows one path in η·steps (docs/circuits.md), so every preset runs 
             out[f"{key}-ratio-monotone"] = Evidence(
                 steps[weak], detail=f"{ratios}; weakest step {weak}"
             )
-            out[f"{key}-ratio-effect"] = Evidence(mean_ci(x["effect"]), detail=ratios)
             out[f"{key}-schedule-sharpens"] = Evidence(mean_ci(x["schedule_effect"]), detail=ramp)
         return out
 
