@@ -57,7 +57,7 @@ def test_worst_cell_uses_the_conservative_end():
     assert P._worst(cells, "low").detail == "worst cell c"
 
 
-def test_claim_names_follow_the_config_and_swap_reuses_runs():
+def test_claim_names_follow_the_config_and_the_controls_change_only_their_runs():
     exp = P.AIMParameterization()
     _, small = experiment_config("aim-parameterization", "small", {})
     assert exp.claim_names(small) == [
@@ -68,16 +68,22 @@ def test_claim_names_follow_the_config_and_swap_reuses_runs():
         "tied-h3-recovers",
         "h1-both-recover",
     ]
-    _, swapped = experiment_config("aim-parameterization", "small", {}, control="param-swapped")
-    for act in ("h2", "h3"):
+    _, wrong_act = experiment_config("aim-parameterization", "small", {}, control="direct-h1")
+    _, short = experiment_config("aim-parameterization", "small", {}, control="horizon-dlogd")
+    for act in ("h1", "h2", "h3"):
         for d in P.dims(small, act):
-            # the swapped tied arm is the unswapped direct run and vice versa (same samples)
-            assert P._run_changes(swapped, "tied", act, d) == P._run_changes(
-                small, "direct", act, d
-            )
-            assert P._run_changes(swapped, "direct", act, d) == P._run_changes(
-                small, "tied", act, d
-            )
+            # direct-h1: only the direct arm of a trapped activation changes, to h1
+            tied, direct = (P._run_changes(small, arm, act, d) for arm in ("tied", "direct"))
+            assert P._run_changes(wrong_act, "tied", act, d) == tied
+            swapped = P._run_changes(wrong_act, "direct", act, d)
+            assert swapped == {**direct, "activation": "h1"}
+            # horizon-dlogd: every horizon 1/64 of its own, nothing else
+            for arm, run in (("tied", tied), ("direct", direct)):
+                cut = P._run_changes(short, arm, act, d)
+                assert cut["t_max"] == pytest.approx(run["t_max"] / 64)
+                assert {k: v for k, v in cut.items() if k != "t_max"} == {
+                    k: v for k, v in run.items() if k != "t_max"
+                }
     # the record grid puts t_max on a record: records·late_factor intervals up to late·t_max
     v = P._run_changes(small, "tied", "h2", 64)
     assert v["records"] == 31 and v["t_max"] == pytest.approx(1.5)

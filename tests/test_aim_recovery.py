@@ -402,7 +402,13 @@ def test_experiment_is_registered_with_valid_presets():
         assert list(config.d) == sorted(config.d)
     _, small = experiment_config("aim-recovery-scaling", "small", {})
     assert list(small.d) == [32, 64, 128]
-    assert exp.claim_names(small) == ["nwr-exponent", "nwr-log-power", "initial-slope-eq17"]
+    assert exp.claim_names(small) == [
+        "nwr-exponent",
+        "nwr-log-power",
+        "initial-slope-eq17-d32",
+        "initial-slope-eq17-d64",
+        "initial-slope-eq17-d128",
+    ]
     _, paper = experiment_config("aim-recovery-scaling", "paper", {})
     assert paper.lr_sweep and exp.name == "aim-recovery-scaling"
 

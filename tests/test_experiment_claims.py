@@ -73,7 +73,7 @@ PINNED: dict[str, list[str]] = {
         "beyond-unigram-topic-words",
     ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
-    "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17"],
+    "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17-d32", "initial-slope-eq17-d64"],
     "aim-solvable": [
         "truncations-improve-with-N",
         "sgd-tracks-exact-d64",

@@ -14,7 +14,7 @@ from pydantic import Field
 from attndyn.claims.base import Control, Experiment, RunContext
 from attndyn.claims.config import Base, ExperimentConfig
 from attndyn.claims.spec import Evidence, at_least, at_most, below, claim
-from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.claims.stats import Interval, jackknife_ci, mean_ci, worst
 from attndyn.claims.verdict import Check
 from attndyn.figures.draw import dropped_note, new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
@@ -54,7 +54,10 @@ class Config(ExperimentConfig):
     shrink_claims: list[Literal["h2", "h3"]] = Field(
         ["h2"], description="activations with a direct-{act}-shrinks claim"
     )
-    swap: bool = Field(False, description="control: the tied arm runs direct S and vice versa")
+    direct_activation: Literal["h1"] | None = Field(
+        None, description="control: the direct arm of h2, h3 trains this activation instead"
+    )
+    horizon_factor: float = Field(1.0, gt=0, description="control: every horizon ×factor")
 
 
 def dims(config: Config, activation: str) -> list[int]:
@@ -67,15 +70,17 @@ def _trapped_acts(config: Config) -> list[str]:
 
 def _run_changes(config: Config, arm: str, act: str, d: int) -> dict[str, Any]:
     """The fields of ``config.base`` that one arm ("tied" or "direct") at one activation and d
-    changes; under ``swap`` the arm runs the other parameterisation (its own init and time axis,
-    same samples)."""
-    param = {"tied": "direct", "direct": "tied"}[arm] if config.swap else arm
+    changes (controls: the direct arm of a trapped activation trains ``direct_activation``, every
+    horizon is scaled by ``horizon_factor``)."""
+    param = arm
     if act == "h3":
         lr = config.lr_h3_tied if param == "tied" else config.lr_h3
         t_max = config.t_max_h3
     else:
         lr, t_max = config.base.lr, config.base.t_max
-    late = t_max * config.late_factor
+    late = t_max * config.late_factor * config.horizon_factor
+    if arm == "direct" and act != "h1" and config.direct_activation is not None:
+        act = config.direct_activation
     return dict(
         d=d,
         param=param,
@@ -129,6 +134,13 @@ diverges at d ≤ 48 (1 of 16 seeds at lr 0.001, 6 of 16 at 0.002). Tied h3's Eq
 here (Γ_12 = −1/3 at q₁₂ = t₁t₂ = 1/6): at t = 0.3 tied h3 at d = 80 had only s = 0.278 [0.201,
 0.355]; at 0.45 it has 0.546.
 
+**Controls.** The former `param-swapped` (the tied and direct arms exchanged) failed both claims
+by construction, as a relabelling. `direct-h1` breaks the hypothesis of Cor. 7 instead (the
+direct arm of h2/h3 trains h1, E h₁'(Z) ≠ 0): at tiny √d·s = 2.92 [2.71, 3.12] against ≤ 1.
+`horizon-dlogd` gives every arm n ∝ d log d samples in place of d² log d: tied h2 reaches only
+s = 0.018 [0.007, 0.028] against ≥ 1/4. No control fails `direct-{h2,h3}-shrinks` yet (small
+and paper only).
+
 **Removed claims.** `ode-invariant-manifold` and `ode-h1-leaves-manifold` (the direct-S ODE from
 {t₁ = 0, Ψ₁₂ = Ω₁₂ = 0} stays there for h2, h3 and leaves for h1) are an identity of the ODE:
 `tests/test_aim_theory.py::test_uninformative_manifold_is_invariant_iff_the_cross_gradients_vanish`.
@@ -168,11 +180,16 @@ class AIMParameterization(Experiment):
         "paper": "d = 100, 200, 400 for every activation, both shrink claims.",
     }
     controls = {
-        "param-swapped": Control(
-            {"swap": True},
-            "the tied and direct arms exchanged (the wrong parameterisation for each claim, each "
-            "arm with its own init and time axis, same samples): tied S = WWᵀ recovers (Cor. 3) "
-            "and direct S with h2 is trapped (Cor. 7)",
+        "direct-h1": Control(
+            {"direct_activation": "h1"},
+            "the direct arm of h2 (h3) trains h1, whose first Hermite coefficient E h₁'(Z) = 1 "
+            "is not 0 (the hypothesis of Cor. 7 broken): the uninformative manifold is no longer "
+            "invariant and direct S leaves the d^−½ scale",
+        ),
+        "horizon-dlogd": Control(
+            {"horizon_factor": 1 / 64},
+            "every horizon divided by 64 = d at the smallest d: n ∝ d log d samples in place of "
+            "Cor. 3's d² log d (t = 4nα_d/d = O(1/d)), too few for an O(1) overlap",
         ),
     }
     claims = (
@@ -187,14 +204,14 @@ class AIMParameterization(Experiment):
             "E h₃'(Z) = 0), so sup_{t≤T}|p±| → 0 as d → ∞. At finite d an uninformative "
             "student's overlap is of order d^−½ (the start here: √d·s ≈ 0.1); s ≤ d^−½ says the "
             "overlap is still on that scale, not O(1)",
-            controls={"param-swapped": ("h2",)},
+            controls=("direct-h1",),
             over=_trapped_acts,
         ),
         claim(
             "direct-{}-shrinks",
             "direct S with {}: the overlap shrinks as d grows",
-            statistic="s(largest d)/s(smallest d) of direct S (ratio of seed means, percentile "
-            "bootstrap over seeds within each d), the horizon with the worst CI high end",
+            statistic="s(largest d)/s(smallest d) of direct S (ratio of seed means, jackknife-t "
+            "95 % CI, seeds left out within each d), the horizon with the worst CI high end",
             target=below(1.0),
             reason="Cor. 7: sup_{t≤T}|p±| → 0 as d grows",
             over=lambda c: [a for a in c.shrink_claims if a in c.activations],
@@ -208,7 +225,7 @@ class AIMParameterization(Experiment):
             reason="Cor. 3 (Γ_12 ≠ 0, Eq. 23): an O(1) overlap on the d² log d scale. 1/4 lies "
             'above the trapped bound d^−½ by √d/4 ≥ 2 at d ≥ 64, so "trapped" and '
             '"recovered" cannot both hold',
-            controls={"param-swapped": ("h2",)},
+            controls=("horizon-dlogd",),
             over=_trapped_acts,
         ),
         claim(
@@ -218,6 +235,7 @@ class AIMParameterization(Experiment):
             "95 % CI), the cell (arm, d, horizon) with the worst CI low end",
             target=at_least(RECOVERED),
             reason="Cor. 7 with h1: g₊ ≠ 0, so direct S recovers too; Cor. 3 for tied",
+            controls=("horizon-dlogd",),
             when=lambda c: "h1" in c.activations,
         ),
     )
@@ -253,8 +271,8 @@ class AIMParameterization(Experiment):
             lo, hi = dims(config, act)[0], dims(config, act)[-1]
             for name in horizons:
                 ab = [per_seed[("direct", act, d, name)] for d in (lo, hi)]
-                shrink[f"{act} d={hi}/d={lo} {name}"] = bootstrap_ci(
-                    ab, lambda a, b: float(np.mean(b) / np.mean(a)), seed=config.seed
+                shrink[f"{act} d={hi}/d={lo} {name}"] = jackknife_ci(
+                    ab, lambda a, b: float(np.mean(b) / np.mean(a))
                 )  # mean(b)/mean(a); NaN if a seed diverged
         diverged = sum(int(t["diverged"].sum()) for t in results["sims"].values())
         return dict(horizons=list(horizons), cells=cells, shrink=shrink, diverged_seeds=diverged)

@@ -14,8 +14,8 @@ from pydantic import Field
 
 from attndyn.claims.base import Control, Experiment, RunContext
 from attndyn.claims.config import Base, ExperimentConfig, variant
-from attndyn.claims.spec import Evidence, at_most, between, claim
-from attndyn.claims.stats import bootstrap_ci
+from attndyn.claims.spec import Evidence, between, claim, within
+from attndyn.claims.stats import jackknife_ci, mean_ci
 from attndyn.claims.verdict import Check
 from attndyn.figures.draw import colour_cycle, new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
@@ -43,7 +43,7 @@ class Config(ExperimentConfig):
         test_size=0,
     )
     d: list[int] = Field([32, 64, 128], min_length=2, description="dimensions (increasing)")
-    seeds: int = Field(24, ge=2)
+    seeds: int = Field(40, ge=2)
     threshold: float = Field(0.1, gt=0, description="recovery threshold c on |p_12| (Eq. 18)")
     slope_window: float = Field(0.1, gt=0, description="fit window t ≤ window for the slope")
     slope_degree: int = Field(2, ge=1, le=4, description="degree of the slope's polynomial fit")
@@ -114,7 +114,7 @@ class AIMRecoveryScaling(Experiment):
     description = "P1 Cor. 3: tied weak recovery N_wr ∝ d/α_d = d² log d; initial slope = Eq. 17"
     Config = Config
     presets = {
-        "tiny": {"d": [32, 64], "seeds": 12, "base.t_max": 0.45, "base.records": 91},
+        "tiny": {"d": [32, 64], "seeds": 40},
         "small": {},
         "paper": {
             "d": [64, 128, 256, 512],
@@ -128,10 +128,13 @@ class AIMRecoveryScaling(Experiment):
     preset_notes = {
         "tiny": "Two dimensions resolve the exponent to ±0.25 (enough to reject N ∝ d and N ∝ "
         "d³), not the log power: from d = 32 to 64, log d grows by 20 % and t* itself moves by "
-        "9 % (finite d), so k is not claimed.",
+        "9 % (finite d), so k is not claimed. 40 seeds: with 12, the d = 32 slope ratio's "
+        "Student-t interval was ±0.09–0.14 wide (seed offsets 0, 1000, 2000 all failed 1 ± 0.1 "
+        "there); the horizon is 0.6 because at 0.45 one seed of 40 had not crossed at offset "
+        "2000.",
         "small": 'All three claims. It tells d² log d from d² and d² log² d only as "t* is '
-        "d-independent within (log d)^±½\". The slope claim's CI ended at 0.099 when measured: "
-        "another seed draw can fail it.",
+        'd-independent within (log d)^±½". 40 seeds, as at tiny (the per-d slope claims need '
+        "them at d = 32).",
         "paper": "Cost ∝ d⁴ log d, ≈ 36 min on two cores, plus the rate sweep (c' on a √2 grid at "
         "batch 1, ≈ 1.5 h more).",
     }
@@ -139,7 +142,8 @@ class AIMRecoveryScaling(Experiment):
         "rate-fixed": Control(
             {"base.lr_scaling": "raw", "base.lr": 0.05 / (32 * np.log(32))},
             "a d-independent step α = 0.05/(32 ln 32) in place of c/(d log d): Eq. 20 then gives "
-            "N_wr ∝ d, so the exponent of N_wr/log d is ≈ 0.8, not 2",
+            "N_wr ∝ d, so the exponent of N_wr/log d is ≈ 0.8, not 2, and k in N_wr ∝ d² (log d)^k "
+            "is far below 0 (small preset: nwr-log-power)",
         ),
         "time-axis-direct": Control(
             {"time_factor": 1.0},
@@ -152,8 +156,8 @@ class AIMRecoveryScaling(Experiment):
             "nwr-exponent",
             "N_wr/log d grows like d² (Eq. 21 at α_d = c/(d log d))",
             statistic="κ in N̄_wr/log d ∝ d^κ: least-squares slope of log(N̄_wr/log d) on log d "
-            "over the preset's d (N̄_wr the seed mean at each d); 95 % percentile bootstrap over "
-            "seeds (resampled within each d)",
+            "over the preset's d (N̄_wr the seed mean at each d); 95 % jackknife-t CI over "
+            "seeds (left out within each d)",
             target=between(*EXPONENT_BAND, open_low=True),
             reason="Eq. 21 gives 2; the bounds are half-way to the exponents a wrong rate "
             "schedule gives: 1 for a d-independent α (N ∝ d/α ∝ d, Eq. 20), 3 for α ∝ 1/d²",
@@ -163,27 +167,30 @@ class AIMRecoveryScaling(Experiment):
             "nwr-log-power",
             "N_wr ∝ d² log d fits better than d² and d² log² d",
             statistic="k in N̄_wr ∝ d² (log d)^k: slope of log N̄_wr − 2 log d on log log d; "
-            "bootstrap CI; the three residual sums of squares are in the statement",
+            "jackknife-t 95 % CI; the three residual sums of squares are in the statement",
             target=between(*LOG_POWER_BAND, open_low=True),
             reason="the RSS of log N̄_wr − log f(d) = const for f = d²(log d)^k is a parabola in "
             'k with its minimum at k̂, so k̂ ∈ (0.5, 1.5) is exactly "d² log d fits better '
             'than d² and than d² log² d"',
+            controls=("rate-fixed",),
             when=lambda c: len(c.d) >= 3,
         ),
         claim(
-            "initial-slope-eq17",
-            "p_12 leaves 0 with the slope of Eq. 17",
+            "initial-slope-eq17-d{}",
+            "d = {}: p_12 leaves 0 with the slope of Eq. 17",
             statistic="per seed, the measured initial dp_12/dt (linear coefficient of a "
             "degree-`slope_degree` polynomial over t ≤ `slope_window`) / Eq. 17 at that seed's "
-            "initial order parameters (Γ_12 by quadrature); largest over d of |seed mean − 1|; "
-            "bootstrap CI",
-            target=at_most("slope_tolerance"),
+            "initial order parameters (Γ_12 by quadrature); seed mean of the ratio (Student-t "
+            "95 % CI), one claim per d (a max over d of a few seeds' means has no honest "
+            "interval)",
+            target=within(1.0, "slope_tolerance"),
             reason="Eq. 17 is the d → ∞ slope with p_12(0) = 0 and the mixed third moments 0 "
             "(Assumption 3); at finite d the exact identity (Eq. 352) differs by O(d^−½) terms "
             "that average to 0 over seeds, the SGD–flow drift is O(dα_d) = c/log d (≈ 1.4 % at "
             "d = 32, c = 0.05) and the degree-2 fit's own bias ≈ −1 %; 10 % is the precision "
             "asked of Eq. 17 above these",
             controls=("time-axis-direct",),
+            over="d",
         ),
     )
     notes = NOTES
@@ -246,12 +253,10 @@ class AIMRecoveryScaling(Experiment):
         m.update({key: [row[key] for row in rows] for key in rows[0]})
         groups = [np.asarray(n, float) for n in m["n_wr_per_seed"]]
         ds = list(config.d)
-        m["exponent"] = bootstrap_ci(groups, lambda *g: exponent(ds, *g), seed=config.seed)
-        m["log_power"] = bootstrap_ci(groups, lambda *g: log_power(ds, *g), seed=config.seed)
+        m["exponent"] = jackknife_ci(groups, lambda *g: exponent(ds, *g))
+        m["log_power"] = jackknife_ci(groups, lambda *g: log_power(ds, *g))
         m["hypothesis_rss"] = hypothesis_rss(ds, m["n_wr"])
-        m["slope_deviation"] = bootstrap_ci(
-            slope_ratios, lambda *g: max(abs(float(np.mean(r)) - 1.0) for r in g), seed=config.seed
-        )
+        m["slope_ratio_ci"] = {d: mean_ci(r) for d, r in zip(ds, slope_ratios, strict=True)}
         if config.lr_sweep:
             m["sweep"] = _sweep(config, results["sweep"])
         return m
@@ -265,7 +270,7 @@ class AIMRecoveryScaling(Experiment):
                 detail=f"RSS d² {rss['d2']:.3g}, d² log d {rss['d2logd']:.3g}, "
                 f"d² log² d {rss['d2log2d']:.3g}",
             )
-        out["initial-slope-eq17"] = m["slope_deviation"]
+        out.update({f"initial-slope-eq17-d{d}": m["slope_ratio_ci"][d] for d in config.d})
         return out
 
     def figure(
