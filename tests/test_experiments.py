@@ -82,12 +82,14 @@ def test_run_json_contract_strict_exit_code_control_and_claims_view(tmp_path):
         }
         assert claim["n_seeds"] == 8 and claim["ci_low"] <= claim["value"] <= claim["ci_high"]
     assert attndyn(*tiny, "--strict").returncode == 0
-    # the negative control: its claims fail, so --strict exits 0 only because they failed
-    control = attndyn(*tiny, "--control", "param-swapped", "--strict", "--json")
+    # the negative control (the direct arm trains h1): the claim it names fails, so --strict
+    # exits 0 only because it failed
+    control = attndyn(*tiny, "--control", "direct-h1", "--strict", "--json")
     assert control.returncode == 0, control.stderr
     record = json.loads(control.stdout)
     assert record["verdict"] == "control-failed-as-expected"
-    assert not any(c["passed"] for c in record["claims"])
+    by_name = {c["name"]: c for c in record["claims"]}
+    assert not by_name["direct-h2-trapped"]["passed"]
     rows = json.loads(
         attndyn(
             "query",
