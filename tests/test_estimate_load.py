@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from attndyn import runs
 from attndyn.runs import estimate
 from attndyn.store import Store
@@ -17,6 +19,7 @@ FACTOR = 4.0
 CONFIG = {"d": 16, "t_max": 4.0, "lr": 0.05, "records": 8, "seeds": 2}
 
 
+@pytest.mark.slow  # ~7 s: a run beside a CPU-bound background process
 def test_estimate_beside_a_cpu_bound_process_is_within_a_factor_of_the_run(tmp_path):
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

@@ -269,6 +269,7 @@ def test_prop38_degenerate_point(degenerate):
     assert abs(out["rate"]) < 1e-9 and out["coupling"] == 0.0 and out["tangential"] < 1e-9
 
 
+@pytest.mark.slow  # ~8 s a case: two eigenvalue scans in δ
 @pytest.mark.parametrize(("at", "lo", "hi"), [("frozen", 1e-3, 1e-1), ("range", 1e-5, 1e-3)])
 def test_thm39_transverse_eigenvalue_is_linear_in_delta(at, lo, hi, degenerate):
     """Θ(δ): log–log slope within 0.05 of 1 — at θ₀ under the δ-perturbed loss (Eq. 22's

@@ -216,6 +216,7 @@ def test_aim_at_a_long_horizon_is_refused_without_yes(tmp_path, monkeypatch, cap
     assert not out.exists()
 
 
+@pytest.mark.slow  # ~10 s: calibrates a real run before the dry run
 def test_sweep_dry_run_json_and_the_limit(tmp_path, monkeypatch, capsys):
     spec = tmp_path / "small.toml"
     base = "\n".join(f"{k} = {v}" for k, v in TINY.items())
