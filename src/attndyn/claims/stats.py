@@ -88,16 +88,11 @@ def jackknife_ci(
     an infinite interval; a non-finite per-seed value, point value or leave-one-out value gives a
     NaN interval (the claim fails).
     """
-    arrays = _groups(groups)
+    arrays, value, point = _point(groups, statistic, level)
+    if point is not None:
+        return point
     n = min(a.size for a in arrays)
     nan = float("nan")
-    if not all(np.all(np.isfinite(a)) for a in arrays):
-        return Interval(nan, nan, nan, n, level)
-    value = float(statistic(*arrays))
-    if not math.isfinite(value):
-        return Interval(nan, nan, nan, n, level)
-    if n < 2:
-        return Interval(value, -math.inf, math.inf, n, level)
     if paired:
         if len({a.size for a in arrays}) != 1:
             raise ValueError("paired groups must hold the same seeds (equal sizes)")
@@ -140,16 +135,11 @@ def bootstrap_ci(
     non-finite per-seed value (a diverged or never-crossing seed), a NaN statistic of the data or
     NaN in more than half of the resamples gives a NaN interval (the claim fails).
     """
-    arrays = _groups(groups)
+    arrays, value, point = _point(groups, statistic, level)
+    if point is not None:
+        return point
     n = min(a.size for a in arrays)
     nan = float("nan")
-    if not all(np.all(np.isfinite(a)) for a in arrays):
-        return Interval(nan, nan, nan, n, level)
-    value = float(statistic(*arrays))
-    if not math.isfinite(value):
-        return Interval(nan, nan, nan, n, level)
-    if n < 2:  # a resample of one seed is the seed: no spread to learn from
-        return Interval(value, -math.inf, math.inf, n, level)
     rng = np.random.default_rng(seed)
     draws = np.empty(n_boot)
     for b in range(n_boot):
@@ -172,6 +162,23 @@ def worst(cells: dict[Any, Interval], end: str) -> Any:
         return sign * v if math.isfinite(v) else math.inf
 
     return max(cells, key=badness)
+
+
+def _point(groups: Groups, statistic: Callable[..., float], level: float):
+    """The groups as arrays, the statistic of the data, and the interval when no spread can be
+    estimated: NaN for a non-finite per-seed value or statistic, infinite for one seed; else
+    None."""
+    arrays = _groups(groups)
+    n = min(a.size for a in arrays)
+    nan = float("nan")
+    if not all(np.all(np.isfinite(a)) for a in arrays):
+        return arrays, nan, Interval(nan, nan, nan, n, level)
+    value = float(statistic(*arrays))
+    if not math.isfinite(value):
+        return arrays, value, Interval(nan, nan, nan, n, level)
+    if n < 2:  # one seed (a resample of it is itself): no spread to learn from
+        return arrays, value, Interval(value, -math.inf, math.inf, n, level)
+    return arrays, value, None
 
 
 def _groups(groups) -> list[np.ndarray]:
