@@ -22,7 +22,7 @@ from attndyn.claims.spec import (
     equals,
     within,
 )
-from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.claims.stats import MIN_BOOTSTRAP_SEEDS, Interval, bootstrap_ci, mean_ci, worst
 from attndyn.core.serial import json_safe
 from attndyn.errors import InputError
 
@@ -148,9 +148,9 @@ def test_bootstrap_covers_the_mean_at_its_nominal_rate():
     ]
     assert 0.88 <= np.mean(covered) <= 0.99
     # groups are resampled independently; the statistic sees one array per group
-    groups = [rng.normal(0, 1, 10), rng.normal(5, 1, 30)]
+    groups = [rng.normal(0, 1, 20), rng.normal(5, 1, 30)]
     diff = bootstrap_ci(groups, lambda a, b: b.mean() - a.mean(), seed=0)
-    assert diff.n_seeds == 10 and diff.low < 5 < diff.high and diff.high - diff.low < 2
+    assert diff.n_seeds == 20 and diff.low < 5 < diff.high and diff.high - diff.low < 2
 
 
 def test_json_safe():
@@ -265,13 +265,15 @@ def test_a_control_applies_its_overrides_and_expects_its_claims_to_fail(tmp_path
 def test_json_safe_writes_an_interval_as_its_fields():
     ci = Interval(0.5, 0.25, math.inf, 4)
     assert json_safe({"c": ci}) == {
-        "c": {"value": 0.5, "low": 0.25, "high": None, "n_seeds": 4, "level": 0.95}
+        "c": {"value": 0.5, "low": 0.25, "high": None, "n_seeds": 4, "level": 0.95, "dropped": 0}
     }
 
 
 def test_a_non_finite_seed_makes_the_bootstrap_interval_nan():
-    ci = bootstrap_ci([np.array([1.0, 2.0]), np.array([1.0, math.inf])], lambda a, b: 0.0)
-    assert math.isnan(ci.value) and math.isnan(ci.low) and ci.n_seeds == 2
+    bad = np.ones(MIN_BOOTSTRAP_SEEDS)
+    bad[3] = math.inf
+    ci = bootstrap_ci([np.ones(MIN_BOOTSTRAP_SEEDS), bad], lambda a, b: 0.0)
+    assert math.isnan(ci.value) and math.isnan(ci.low) and ci.n_seeds == MIN_BOOTSTRAP_SEEDS
     assert not judge(at_most(1.0), ci).passed
 
 

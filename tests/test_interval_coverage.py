@@ -110,3 +110,29 @@ def test_jackknife_edge_cases():
 def test_one_seed_gives_an_infinite_bootstrap_interval():
     one = bootstrap_ci([[1.0, 2.0], [3.0]], ratio)
     assert (one.n_seeds, one.low, one.high) == (1, -math.inf, math.inf)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8, MIN_BOOTSTRAP_SEEDS - 1])
+def test_the_bootstrap_refuses_seed_counts_where_it_undercovers(n):
+    with pytest.raises(ValueError, match="jackknife_ci"):
+        bootstrap_ci(np.arange(float(n)), np.mean)
+
+
+def test_non_finite_resamples_are_counted_and_too_many_fail():
+    from attndyn.claims.spec import Evidence, at_most
+
+    def judge(target, value):
+        return target.judge("c", "s", None, Evidence(value))
+
+    x = np.arange(1.0, MIN_BOOTSTRAP_SEEDS + 1.0)
+
+    def nan_if_max(worst):  # NaN when the resample holds none of the `worst` largest values
+        return lambda v: float(np.mean(v)) if np.max(v) >= x[-worst] else math.nan
+
+    few = bootstrap_ci(x, nan_if_max(4), n_boot=400, seed=1)  # P(no top-4 value) = 0.8^20
+    assert 0 < few.dropped <= 0.025 * 400 and math.isfinite(few.low)
+    claim = judge(at_most(100.0), few)
+    assert claim.passed and f"{few.dropped} non-finite bootstrap resamples" in claim.target
+    many = bootstrap_ci(x, nan_if_max(1), n_boot=400, seed=1)  # P(no max) = 0.95^20 = 0.36
+    assert many.dropped > 0.025 * 400 and math.isnan(many.low)
+    assert not judge(at_most(100.0), many).passed

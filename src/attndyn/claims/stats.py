@@ -16,7 +16,11 @@ Coverage of the nominal 95 % intervals at the seed counts in use, measured by
 tests/test_interval_coverage.py: the t and jackknife-t intervals cover 0.92–0.985 at n = 3, 4,
 8 and 20 seeds (Gaussian and skewed Gamma(4) values; means, paired differences, ratios, log–log
 slopes); the percentile bootstrap covers 0.79 at n = 3, 0.90 at n = 8 and 0.92 at n = 20, so it
-is meant for many seeds (chains), :data:`MIN_BOOTSTRAP_SEEDS` at least.
+is meant for many seeds (chains): it refuses fewer than :data:`MIN_BOOTSTRAP_SEEDS`. Resamples
+whose statistic is not finite (a resample without a crossing, a fit without data) are counted in
+``Interval.dropped`` and reported with the claim; more than the tail mass (1 − level)/2 of them
+makes the interval NaN (the claim fails): beyond that the dropped resamples could have held a
+whole tail of the percentile interval.
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ class Interval:
     high: float
     n_seeds: int
     level: float = LEVEL
+    dropped: int = 0
+    """Bootstrap resamples whose statistic was not finite, left out of the percentiles."""
 
     @property
     def finite(self) -> bool:
@@ -53,7 +59,8 @@ class Interval:
 
     def map(self, fn: Callable[[float], float]) -> Interval:
         """The interval of a monotone increasing ``fn`` of the statistic."""
-        return Interval(fn(self.value), fn(self.low), fn(self.high), self.n_seeds, self.level)
+        ends = fn(self.value), fn(self.low), fn(self.high)
+        return Interval(*ends, self.n_seeds, self.level, self.dropped)
 
 
 def mean_ci(samples: npt.ArrayLike, level: float = LEVEL) -> Interval:
@@ -131,24 +138,32 @@ def bootstrap_ci(
     ``groups`` is one array of per-seed values (then ``statistic(x)``) or a list of arrays (then
     ``statistic(x_1, …, x_k)``); seeds are resampled with replacement within each group. The
     point value is the statistic of the data; ``n_seeds`` is the smallest group size. One seed
-    (in the smallest group) gives an infinite interval. A
-    non-finite per-seed value (a diverged or never-crossing seed), a NaN statistic of the data or
-    NaN in more than half of the resamples gives a NaN interval (the claim fails).
+    (in the smallest group) gives an infinite interval; 2 to ``MIN_BOOTSTRAP_SEEDS − 1`` are
+    refused (ValueError: the coverage is below 0.9 there; use :func:`jackknife_ci`). A
+    non-finite per-seed value (a diverged or never-crossing seed) or a NaN statistic of the data
+    gives a NaN interval; so do non-finite statistics in more than (1 − level)/2 of the
+    resamples, and fewer are counted in ``dropped``.
     """
     arrays, value, point = _point(groups, statistic, level)
     if point is not None:
         return point
     n = min(a.size for a in arrays)
+    if n < MIN_BOOTSTRAP_SEEDS:
+        raise ValueError(
+            f"bootstrap_ci: {n} seeds in the smallest group; the percentile bootstrap needs "
+            f">= {MIN_BOOTSTRAP_SEEDS} (its coverage is below 0.9 under that): use jackknife_ci"
+        )
     nan = float("nan")
     rng = np.random.default_rng(seed)
     draws = np.empty(n_boot)
     for b in range(n_boot):
         draws[b] = statistic(*(a[rng.integers(0, a.size, a.size)] for a in arrays))
     good = draws[np.isfinite(draws)]
-    if good.size < n_boot / 2:
-        return Interval(value, nan, nan, n, level)
+    dropped = n_boot - good.size
+    if dropped > (1 - level) / 2 * n_boot:
+        return Interval(value, nan, nan, n, level, dropped)
     low, high = np.quantile(good, [0.5 - level / 2, 0.5 + level / 2])
-    return Interval(value, float(low), float(high), n, level)
+    return Interval(value, float(low), float(high), n, level, dropped)
 
 
 def worst(cells: dict[Any, Interval], end: str) -> Any:

@@ -77,6 +77,8 @@ class Claim:
             raise ValueError(f"claim {name!r} states no condition")
         text = " and ".join(c.text for c in checks)
         passed = all(c.passed for c in checks)
+        if isinstance(value, Interval) and value.dropped:
+            text += f" ({value.dropped} non-finite bootstrap resamples left out)"
         if isinstance(value, Interval):
             return cls(
                 name, statement, value.value, text, passed, value.low, value.high, value.n_seeds
