@@ -127,9 +127,10 @@ class CircuitsLRRatio(Experiment):
     }
     controls = {
         "swapped-rates": Control(
-            {"swap_rates": True},
+            {"swap_rates": True, "fafo_ratios": [1.0, 2.0, 4.0]},
             "η_QK and η_OV exchanged (OV learns r times faster than QK): the paper's mechanism "
-            "then makes attention more diffuse, not sharper, as r grows",
+            "then makes attention more diffuse, not sharper, as r grows. FAFO at r = 1, 2, 4 "
+            "(η_OV ≤ 4 × 0.3 at small): at its 15–40, η_OV = r·lr reaches 12 and diverges",
         ),
         "decreasing-ramp": Control(
             {"caco_ramp_end": 0.1, "fafo_ramp_end": 0.025},
@@ -149,7 +150,7 @@ class CircuitsLRRatio(Experiment):
             reason="the paper: larger r, sharper attention at comparable loss (the reduced "
             "flow's α increases strictly with r at every loss threshold, `circuits-ode`); a flat "
             "step fails (its interval is [0, 0])",
-            controls={"swapped-rates": ("caco",)},
+            controls=("swapped-rates",),
             **PER_MODEL,
         ),
         claim(
@@ -160,7 +161,7 @@ class CircuitsLRRatio(Experiment):
             "seed mean (Student-t 95 % CI)",
             target=above(0.0),
             reason='the notebook\'s "increasing learning rate" runs: a QK step that grows sharpens',
-            controls={"decreasing-ramp": ("caco",)},
+            controls=("decreasing-ramp",),
             **PER_MODEL,
         ),
     )
@@ -187,7 +188,7 @@ the notebooks' seq_len 128: at 64 it is not monotone (r = 10 learns the query-to
 
 SGD here follows one path in η·steps (docs/circuits.md), so every preset runs η_OV·steps = 2000
 (which also sets the ramps' slope). At the small preset `swapped-rates` would put η_OV up to
-40 × 0.3 = 12 on FAFO, which diverges: the control names CACO claims only.
+40 × 0.3 = 12 on FAFO, which diverges: the control runs FAFO at r = 1, 2, 4 instead.
 
 **Seeds re-drawn (tiny, the default `seed` 1234 / `--seed 1000` / `--seed 2000`, 5 seeds,
 2026-12-03).** `caco-ratio-monotone`
@@ -195,8 +196,11 @@ SGD here follows one path in η·steps (docs/circuits.md), so every preset runs 
 `caco-schedule-sharpens` 0.1014 [0.1003, 0.1025] / 0.1010 [0.1003, 0.1017] / 0.1011 [0.1002,
 0.1020].
 
-Not done: the FAFO claims (small preset only) have no control yet. `swapped-rates` diverges on
-FAFO at small, and `decreasing-ramp` has not been run on FAFO, so it names CACO's claims only.
+**FAFO controls (small preset only, 2026-12-03).** Under `swapped-rates` (FAFO at r = 1, 2, 4)
+every FAFO run reaches the matched loss with QK still at its saddle: `fafo-ratio-monotone` 0
+[0, 0] (flat steps) against > 0. Under `decreasing-ramp` (×1 → ×0.025) the ramp run's mass equals
+the constant run's: `fafo-schedule-sharpens` 0 [0, 0] against > 0. Both runs valid (every seed
+reaches test loss 0.01, none diverges).
 """
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
