@@ -40,7 +40,13 @@ PINNED: dict[str, list[str]] = {
     ],
     "langevin-regularization": ["lora-villani-grows"],
     "langevin-vs-sgd": ["sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"],
-    "query-recovery": ["nuisance-recovery", "sign-split", "ode-tracking"],
+    "query-recovery": [
+        "nuisance-recovery",
+        "sign-split",
+        "ode-tracking",
+        "constant-plateau",
+        "plateau-theory",
+    ],
     "langevin-plateau": [
         "plateau-reached-lora",
         "plateau-falls-lora",

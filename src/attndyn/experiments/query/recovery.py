@@ -157,7 +157,7 @@ class QueryRecovery(Experiment):
     Config = Config
     presets = {
         "tiny": {
-            "cases": ["nuisance", "tracking"],
+            "cases": ["nuisance", "tracking", "plateau"],
             "seeds": 8,
             "nuisance.n_nuisance": 5000,
             "nuisance.n_informative": 100,
@@ -183,9 +183,10 @@ class QueryRecovery(Experiment):
     }
     preset_notes = {
         "tiny": "claims `nuisance-recovery` (at 5000, not 10⁴, nuisance tokens), `sign-split` (8 "
-        "seeds: a weak test) and `ode-tracking`; it cannot test the weak case (its escape from "
-        "the equator is ~50× slower) or the plateau law. 64 tracking seeds per η: with 32 the "
-        "exponent's interval reached 0.220 < 0.25 at seed offset 1000 ([0.220, 1.06]).",
+        "seeds: a weak test), `ode-tracking` and the plateau law (as small, 64 seeds); it cannot "
+        "test the weak case (its escape from the equator is ~50× slower). 64 tracking seeds per "
+        "η: with 32 the exponent's interval reached 0.220 < 0.25 at seed offset 1000 ([0.220, "
+        "1.06]).",
         "small": "every case at the defaults.",
         "paper": "d = 128 and the full sampler everywhere; the weak case runs longer with η₀ = 4, "
         "k₀ = 100 (at d = 128 its landscape is flatter); the ODE is overlaid on the recovery "
@@ -202,6 +203,15 @@ class QueryRecovery(Experiment):
             "the informative tokens carry no signal (θ = 10⁻⁶ in both recovery cases: every "
             "token is a nuisance): |m| stays at its random level, so recovery must fail; the "
             "claim cannot be met by the projection or the step schedule alone",
+        ),
+        "plateau-batch-scaling": Control(
+            {"plateau_batch_scaling": True},
+            "the plateau runs' batch grows ∝ η (a wrong scaling of the step noise): the residual "
+            "∝ η/batch is then the same at every η, so the plateau does not shrink with η",
+        ),
+        "plateau-theory-x4": Control(
+            {"plateau_theory_factor": 4.0},
+            "the plateau prediction without its factor 1/4 (a wrong theory): η E‖P_⊥ĝ‖²/Φ'(1)",
         ),
         "init-leak": Control(
             {"nuisance.init_overlap": 0.2, "weak.init_overlap": 0.2, "cases": ["nuisance"]},
@@ -258,6 +268,7 @@ class QueryRecovery(Experiment):
             reason="at leading order the plateau ∝ η (ratio η_min/η_max); a plateau independent "
             "of η gives 1; the target is the geometric midpoint. A positive plateau is what a "
             "constant step must leave (Robbins–Monro steps are needed for convergence)",
+            controls=("plateau-batch-scaling",),
             when=lambda config: "plateau" in config.cases,
         ),
         claim(
@@ -270,6 +281,7 @@ class QueryRecovery(Experiment):
             reason="a chosen tolerance: the prediction is first order in η and its next order is "
             "not computed, so the claim is the scale, to within a factor 2 either way (a formula "
             "off by its factor 4 or by Φ'(1) ≈ 0.35 misses it)",
+            controls=("plateau-theory-x4",),
             when=lambda config: "plateau" in config.cases,
         ),
     )
@@ -301,18 +313,17 @@ tried first and rejected as that control: its odd Φ pulls most seeds to +u, but
 `no-signal` fails `weak-recovery` at small by value: 0.132 [0.097, 0.168] (< 0.99; run with
 `cases=["weak"]`, 2026-12-03, seed offset 0).
 
-**The plateau claims' wrong models (not yet registered controls).** A registered control must fail
-a claim of the tiny preset, which does not run the plateau case. Two wrong models, run at small
-with `cases=["plateau"]` (2026-12-03, seed offset 0), fail the plateau claims by value:
-`--set plateau_batch_scaling=true` (the plateau runs' batch ∝ η, so the residual ∝ η/batch is
-the same at every η: a wrong scaling of the step noise) gives `constant-plateau` 0.967 [0.893,
-1.04] (> √(0.05/0.2) = 0.5; the correct model 0.344 [0.322, 0.366]), and
-`--set plateau_theory_factor=4` (the prediction without its factor 1/4) gives `plateau-theory`
-0.193 [0.183, 0.203] (< 1/2; the correct formula 0.771 [0.732, 0.810]).
+**The plateau claims' controls** (also run at small with `cases=["plateau"]`, 2026-12-03, seed
+offset 0): `plateau-batch-scaling` gives `constant-plateau` 0.967 [0.893, 1.04] (> √(0.05/0.2) =
+0.5; the correct model 0.344 [0.322, 0.366]), and `plateau-theory-x4` gives `plateau-theory`
+0.193 [0.183, 0.203] (< 1/2; the correct formula 0.771 [0.732, 0.810]). The tiny preset runs the
+plateau case at the small preset's settings, so both controls run in CI.
 
 **Seed offsets (tiny, `--seed 0 / 1000 / 2000`, 2026-12-03).** `nuisance-recovery` 0.9955
 [0.9941, 0.9970] / 0.9951 [0.9932, 0.9969] / 0.9948 [0.9932, 0.9965]; `sign-split` p = 1 / 0.727 /
-0.727; `ode-tracking` 0.967 [0.582, 1.211] / 0.969 [0.559, 1.345] / 0.876 [0.468, 1.266].
+0.727; `ode-tracking` 0.967 [0.582, 1.211] / 0.969 [0.559, 1.345] / 0.876 [0.468, 1.266];
+`constant-plateau` 0.363 [0.347, 0.380] / 0.369 [0.353, 0.384] / 0.378 [0.362, 0.395];
+`plateau-theory` 0.814 [0.788, 0.840] / 0.831 [0.805, 0.858] / 0.826 [0.799, 0.853].
 """
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
