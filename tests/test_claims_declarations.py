@@ -214,3 +214,6 @@ def test_a_control_is_rejected_only_by_finite_values_on_a_valid_run():
     assert invalid.verdict == "control-inconclusive" and not invalid.strict_ok
     survived = [claim("a", 0.5, True), claim("b", float("nan"), False)]
     assert _control_outcome(survived).verdict == "control-not-rejected"
+    # a control that names no claim this config declares has rejected nothing
+    unnamed = [claim("c", 2.0, False, 1.5, 2.5)]
+    assert _control_outcome(unnamed).verdict == "control-inconclusive"
