@@ -13,7 +13,7 @@ the whole interval clears its target (:class:`attndyn.claims.base.Claim`):
   independently (Efron & Tibshirani 1993, ch. 13).
 
 Coverage of the nominal 95 % intervals at the seed counts in use, measured by
-tests/test_interval_coverage.py: the t and jackknife-t intervals cover 0.92–0.985 at n = 3, 4,
+tests/test_interval_coverage.py: the t and jackknife-t intervals cover 0.92–0.99 at n = 2, 3, 4,
 8 and 20 seeds (Gaussian and skewed Gamma(4) values; means, paired differences, ratios, log–log
 slopes); the percentile bootstrap covers 0.79 at n = 3, 0.90 at n = 8 and 0.92 at n = 20, so it
 is meant for many seeds (chains): it refuses fewer than :data:`MIN_BOOTSTRAP_SEEDS`. Resamples
