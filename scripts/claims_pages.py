@@ -60,6 +60,11 @@ def measure(name: str, presets: list[str], controls: bool) -> None:
         record[key] = measured_entry(outcome, time.perf_counter() - start, today, commit)
         print(f"{name} {key}: {outcome.verdict} ({record[key]['wall_s']} s)", file=sys.stderr)
     MEASURED.mkdir(parents=True, exist_ok=True)
+    # a record of a control the experiment no longer declares describes nothing that exists
+    gone = [k for k in record if "/" in k and k.split("/", 1)[1] not in exp.controls]
+    for key in gone:
+        del record[key]
+        print(f"{name} {key}: dropped (no such control)", file=sys.stderr)
     ordered = dict(sorted(record.items()))
     (MEASURED / f"{name}.json").write_text(json.dumps(ordered, indent=1, ensure_ascii=False) + "\n")
 

@@ -401,13 +401,12 @@ def test_experiment_is_registered_with_valid_presets():
         _, config = experiment_config("aim-recovery-scaling", preset, {})
         assert list(config.d) == sorted(config.d)
     _, small = experiment_config("aim-recovery-scaling", "small", {})
-    assert list(small.d) == [32, 64, 128]
+    assert list(small.d) == [32, 45, 64, 91, 128]
+    ds = small.d
     assert exp.claim_names(small) == [
-        "nwr-exponent",
-        "nwr-log-power",
-        "initial-slope-eq17-d32",
-        "initial-slope-eq17-d64",
-        "initial-slope-eq17-d128",
+        "twr-d-independent",
+        *(f"twr-matches-ode-d{d}" for d in ds),
+        *(f"initial-slope-eq17-d{d}" for d in ds),
     ]
     _, paper = experiment_config("aim-recovery-scaling", "paper", {})
     assert paper.lr_sweep and exp.name == "aim-recovery-scaling"
@@ -432,16 +431,30 @@ def test_scaling_fits_recover_known_laws():
     assert exponent(ds, *[[v] for v in ds]) < 1.0
 
 
+def test_twr_slope_and_the_log_d_band_on_exact_laws():
+    """b in t_wr ∝ d^b: 0 for a constant t_wr, 1/ln d̄-like for t_wr ∝ log d, which lies outside
+    the band 1/(2 ln d̄) of `twr-d-independent` while 0 lies inside."""
+    from attndyn.experiments.aim.recovery_scaling import log_d_band, twr_slope
+
+    ds = np.array([32.0, 45.0, 64.0, 91.0, 128.0])
+    assert twr_slope(ds, *[[0.23, 0.23] for _ in ds]) == pytest.approx(0.0, abs=1e-12)
+    b_log = twr_slope(ds, *[[np.log(d)] for d in ds])
+    band = log_d_band(ds)
+    assert band == pytest.approx(0.5 / np.log(64.0), rel=1e-3)  # geometric-mean d = 64
+    assert b_log == pytest.approx(2 * band, rel=0.02) and b_log > band
+    assert twr_slope(ds, *[[d**0.5] for d in ds]) == pytest.approx(0.5, abs=1e-12)
+
+
 @pytest.mark.long
 def test_small_preset_claims_hold(tmp_path):
-    # ≈ 50 s on two cores: exponent of N_wr/log d in (1.5, 2.5), log power in (0.5, 1.5), slope
-    # within 10 % of Eq. 17, all with 95 % bootstrap CIs
+    # ≈ 3 min on two cores: t_wr's slope on d inside ±1/(2 ln d̄), t_wr the ODE's within
+    # dα_d + 1/d, slope within 10 % of Eq. 17 at every d
     from attndyn.claims.runner import run_experiment
 
     outcome = run_experiment("aim-recovery-scaling", "small", out=tmp_path)
     assert outcome.passed, [c.as_dict() for c in outcome.claims if not c.passed]
     summary = outcome.summary
-    assert summary["d"] == [32, 64, 128]
-    assert len(summary["n_wr"]) == len(summary["t_cross"]) == 3
+    assert summary["d"] == [32, 45, 64, 91, 128]
+    assert len(summary["n_wr"]) == len(summary["t_wr"]) == 5
     assert set(summary["hypothesis_rss"]) == {"d2", "d2logd", "d2log2d"}
     assert outcome.figure.exists()

@@ -79,7 +79,15 @@ PINNED: dict[str, list[str]] = {
         "beyond-unigram-topic-words",
     ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
-    "aim-recovery-scaling": ["nwr-exponent", "initial-slope-eq17-d32", "initial-slope-eq17-d64"],
+    "aim-recovery-scaling": [
+        "twr-d-independent",
+        "twr-matches-ode-d32",
+        "twr-matches-ode-d64",
+        "twr-matches-ode-d128",
+        "initial-slope-eq17-d32",
+        "initial-slope-eq17-d64",
+        "initial-slope-eq17-d128",
+    ],
     "aim-solvable": [
         "truncations-improve-with-N",
         "sgd-tracks-exact-d64",
