@@ -136,3 +136,6 @@ def test_non_finite_resamples_are_counted_and_too_many_fail():
     many = bootstrap_ci(x, nan_if_max(1), n_boot=400, seed=1)  # P(no max) = 0.95^20 = 0.36
     assert many.dropped > 0.025 * 400 and math.isnan(many.low)
     assert not judge(at_most(100.0), many).passed
+    # a precondition may allow more (langevin-plateau's relaxation rate: half)
+    lenient = bootstrap_ci(x, nan_if_max(1), n_boot=400, seed=1, max_dropped=0.5)
+    assert lenient.dropped == many.dropped and math.isfinite(lenient.low)

@@ -132,6 +132,7 @@ def bootstrap_ci(
     level: float = LEVEL,
     n_boot: int = N_BOOT,
     seed: int = 0,
+    max_dropped: float | None = None,
 ) -> Interval:
     """Percentile-bootstrap interval of ``statistic(*groups)``.
 
@@ -141,8 +142,9 @@ def bootstrap_ci(
     (in the smallest group) gives an infinite interval; 2 to ``MIN_BOOTSTRAP_SEEDS − 1`` are
     refused (ValueError: the coverage is below 0.9 there; use :func:`jackknife_ci`). A
     non-finite per-seed value (a diverged or never-crossing seed) or a NaN statistic of the data
-    gives a NaN interval; so do non-finite statistics in more than (1 − level)/2 of the
-    resamples, and fewer are counted in ``dropped``.
+    gives a NaN interval; so do non-finite statistics in more than ``max_dropped`` of the
+    resamples (default (1 − level)/2, the bound for a claim), and fewer are counted in
+    ``dropped``.
     """
     arrays, value, point = _point(groups, statistic, level)
     if point is not None:
@@ -160,7 +162,7 @@ def bootstrap_ci(
         draws[b] = statistic(*(a[rng.integers(0, a.size, a.size)] for a in arrays))
     good = draws[np.isfinite(draws)]
     dropped = n_boot - good.size
-    if dropped > (1 - level) / 2 * n_boot:
+    if dropped > ((1 - level) / 2 if max_dropped is None else max_dropped) * n_boot:
         return Interval(value, nan, nan, n, level, dropped)
     low, high = np.quantile(good, [0.5 - level / 2, 0.5 + level / 2])
     return Interval(value, float(low), float(high), n, level, dropped)

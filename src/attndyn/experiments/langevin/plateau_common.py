@@ -181,8 +181,10 @@ def chains(tr: xr.Dataset, F_min: float, pred: float, burn: float) -> dict[str, 
         "plateau": mean_ci(avg),
         "ratio": mean_ci((avg - F_min) / pred),
         # the rate fit stops where E F meets the noise (not smooth in the chains): the percentile
-        # bootstrap where its coverage holds (≥ MIN_BOOTSTRAP_SEEDS chains), else jackknife-t
-        "rate": bootstrap_ci(chains_idx, rate, n_boot=1000)
+        # bootstrap where its coverage holds (≥ MIN_BOOTSTRAP_SEEDS chains), else jackknife-t.
+        # A precondition, not a claim: up to half the resamples may lack a fit window (fewer
+        # than three points above the noise floor, e.g. at a large s), as before 2026-12-03
+        "rate": bootstrap_ci(chains_idx, rate, n_boot=1000, max_dropped=0.5)
         if chains_idx.size >= MIN_BOOTSTRAP_SEEDS
         else jackknife_ci(chains_idx, rate),
         "change": mean_ci(change),
