@@ -263,6 +263,7 @@ def test_eq17_deviation_from_flow_shrinks_with_d():
 # Eq. 17 against SGD
 
 
+@pytest.mark.slow  # 5 s (an SGD run)
 def test_eq17_matches_sgd_initial_slope():
     # Tied, h1, ½ loss, α_d = 0.05/(d log d), d = 128, 16 seeds: the seed-mean slope of a
     # degree-2 fit over t ≤ 0.1 was measured 3–4% below Eq. 17 (fit bias ≈ −1% on the flow,

@@ -78,6 +78,7 @@ def test_t_and_jackknife_intervals_cover_at_the_seed_counts_in_use(shape, law, n
     assert coverage(shape, law, n) >= 0.9
 
 
+@pytest.mark.slow  # 8 s (250 bootstraps of 400 resamples)
 def test_percentile_bootstrap_covers_from_its_least_seed_count():
     rng = np.random.default_rng(7)
     n, hits, reps = MIN_BOOTSTRAP_SEEDS, 0, 250
