@@ -79,6 +79,7 @@ PINNED: dict[str, list[str]] = {
         "beyond-unigram-topic-words",
     ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],
+    "aim-rate-limit": ["twr-d-independent-tied-h1"],
     "aim-recovery-scaling": [
         "twr-d-independent",
         "twr-matches-ode-d32",

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import xarray as xr
 from pydantic import BaseModel
@@ -99,8 +99,12 @@ class RunContext:
         return traj
 
 
-class Experiment:
-    """Subclass per published claim; see the module docstring."""
+ConfigT = TypeVar("ConfigT", bound=ExperimentConfig)
+
+
+class Experiment(Generic[ConfigT]):
+    """Subclass per published claim; see the module docstring. ``Experiment[C]`` types the
+    steps' ``config`` as the experiment's own config class ``C`` (its ``Config``)."""
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -126,28 +130,28 @@ class Experiment:
         """The claims made at ``config`` that the negative ``control`` must fail."""
         return tuple(self.declared_claims(config).failing_under(control))
 
-    def judged(self, config: ExperimentConfig, measurements: dict[str, Any]) -> list[Claim]:
+    def judged(self, config: ConfigT, measurements: dict[str, Any]) -> list[Claim]:
         """Every claim made at ``config`` with its verdict on ``measurements``."""
         return self.declared_claims(config).judge(config, self.evaluate(config, measurements))
 
-    def preconditions(self, config: ExperimentConfig, measurements: dict[str, Any]) -> list[Check]:
+    def preconditions(self, config: ConfigT, measurements: dict[str, Any]) -> list[Check]:
         """Conditions under which the claims are meaningful; an unmet one makes the outcome
         invalid."""
         return []
 
-    def run(self, config: ExperimentConfig, ctx: RunContext) -> dict[str, Any]:
+    def run(self, config: ConfigT, ctx: RunContext) -> dict[str, Any]:
         raise NotImplementedError
 
-    def measure(self, config: ExperimentConfig, results: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, config: ConfigT, results: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
-    def evaluate(self, config: ExperimentConfig, measurements: dict[str, Any]) -> dict[str, Any]:
+    def evaluate(self, config: ConfigT, measurements: dict[str, Any]) -> dict[str, Any]:
         """Claim name → its measured value (see :class:`~attndyn.claims.spec.Evidence`)."""
         raise NotImplementedError
 
     def figure(
         self,
-        config: ExperimentConfig,
+        config: ConfigT,
         results: dict[str, Any],
         measurements: dict[str, Any],
         path: Path,

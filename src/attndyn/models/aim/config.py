@@ -81,8 +81,8 @@ class AIMConfig(SimulationConfig):
     lr: float = Field(
         0.05, gt=0, description="step-size constant c (small: h2, h3 tails destabilise larger c)"
     )
-    lr_scaling: Literal["dlogd", "d2", "raw"] = Field(
-        "dlogd", description="α_d = c/(d log d), c/d², or c"
+    lr_scaling: Literal["dlogd", "d", "d2", "raw"] = Field(
+        "dlogd", description="α_d = c/(d log d), c/d, c/d², or c"
     )
     batch: int = Field(1, ge=1, le=65_536, description="batch size B; step η = B·α_d on the mean")
     weight_decay: float = Field(0.0, ge=0, description="γ in the penalty (γ/2d)‖W‖_F²")
@@ -136,9 +136,8 @@ class AIMConfig(SimulationConfig):
     def alpha_d(self) -> float:
         """Per-sample step size α_d (P1 Thms 2–4: α_d ≤ c0/(d log d))."""
         d = self.d
-        return {"dlogd": self.lr / (d * np.log(d)), "d2": self.lr / d**2, "raw": self.lr}[
-            self.lr_scaling
-        ]
+        rates = {"dlogd": self.lr / (d * np.log(d)), "d": self.lr / d, "d2": self.lr / d**2}
+        return rates.get(self.lr_scaling, self.lr)  # "raw": α_d = c
 
     @property
     def time_per_sample(self) -> float:

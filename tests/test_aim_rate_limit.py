@@ -1,0 +1,66 @@
+"""aim-rate-limit's estimators on exact laws: per-seed stability edges on a grid, and the
+exponents fitted over d (docs/aim-open-questions.md, Q6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attndyn.claims.runner import experiment_config
+from attndyn.experiments.aim.rate_limit import (
+    edge_exponent,
+    edge_log_power,
+    nwr_exponent,
+    rate_rss,
+    seed_edges,
+)
+
+DS = [32, 64, 128, 256]
+
+
+def test_seed_edges_bracket_each_seeds_threshold():
+    rates = [0.5, 1.0, 2.0, 4.0]
+    thresholds = np.array([0.7, 1.5, 3.0, 0.3, 9.0])  # the last two fall outside the grid
+    diverged = np.array([[c > t for t in thresholds] for c in rates])
+    edges, non_monotone = seed_edges(rates, diverged)
+    np.testing.assert_allclose(edges[:3], [np.sqrt(0.5), np.sqrt(2.0), np.sqrt(8.0)])
+    assert np.isnan(edges[3]) and np.isnan(edges[4]) and non_monotone == 0
+    # a seed that diverges at 1 but not at 2 is counted, its edge is the first divergence
+    diverged[:, 0] = [False, True, False, True]
+    edges, non_monotone = seed_edges(rates, diverged)
+    assert edges[0] == pytest.approx(np.sqrt(0.5)) and non_monotone == 1
+
+
+@pytest.mark.parametrize("beta", [-0.5, 0.0, 0.3])
+def test_edge_exponent_recovers_a_power_law(beta):
+    logs = [np.full(4, beta * np.log(d)) + np.array([-0.1, 0.0, 0.0, 0.1]) for d in DS]
+    assert edge_exponent(DS, *logs) == pytest.approx(beta, abs=1e-12)
+
+
+@pytest.mark.parametrize("k", [0.0, 1.0, 2.0])
+def test_edge_log_power_recovers_log_factors(k):
+    """α_max ∝ 1/(d (log d)^k) means c* = α_max·d ∝ (log d)^−k."""
+    logs = [np.full(3, 0.2 - k * np.log(np.log(d))) for d in DS]
+    assert edge_log_power(DS, *logs) == pytest.approx(k, abs=1e-12)
+    rss = rate_rss(DS, [g.mean() for g in logs])
+    best = "1/d" if k == 0 else "1/(d log d)" if k == 1 else None
+    if best is not None:
+        assert rss[best] == pytest.approx(0.0, abs=1e-20)
+        assert rss[best] < min(v for name, v in rss.items() if name != best)
+
+
+def test_nwr_exponent_of_d_squared_and_of_d_squared_log_d():
+    n2 = [np.full(3, 0.3 * d**2) for d in DS]
+    assert nwr_exponent(DS, *n2) == pytest.approx(2.0, abs=1e-12)
+    n2log = [np.full(3, d**2 * np.log(d)) for d in DS]
+    # the local exponent of d² log d is 2 + 1/ln d: above 2 by 1/ln d̄ over the range
+    assert 2.15 < nwr_exponent(DS, *n2log) < 2.3
+
+
+def test_grid_moves_with_d_and_bad_grids_are_refused():
+    _, config = experiment_config("aim-rate-limit", "small", {})
+    h2 = config.grid("tied-h2", 64)
+    assert h2[0] == pytest.approx(2 * config.rates["tied-h2"][0], rel=1e-3)  # γ = 1
+    assert config.grid("tied-h1", 128) == config.rates["tied-h1"]  # γ = 0
+    with pytest.raises(ValueError, match="increasing"):
+        experiment_config("aim-rate-limit", "small", {"rates": {"tied-h1": [1.0, 0.5]}})
