@@ -410,7 +410,7 @@ def test_experiment_is_registered_with_valid_presets():
         *(f"initial-slope-eq17-d{d}" for d in ds),
     ]
     _, paper = experiment_config("aim-recovery-scaling", "paper", {})
-    assert paper.lr_sweep and exp.name == "aim-recovery-scaling"
+    assert list(paper.d) == [64, 91, 128, 181, 256, 362, 512] and paper.seeds == 16
 
 
 def test_scaling_fits_recover_known_laws():

@@ -58,10 +58,6 @@ class Config(ExperimentConfig):
     time_factor: float = Field(
         4.0, gt=0, description="tied time t = factor·nα_d/d (P1 §3.2: 4; a control sets 1)"
     )
-    lr_sweep: list[float] = Field(
-        [], description="extra step constants c' (α_d = c'/(d log d)) run at every d, no claim"
-    )
-    sweep_batch: int = Field(1, ge=1, description="batch of the sweep runs (1: online SGD, Eq. 7)")
 
 
 def _crossing(traj, threshold: float) -> tuple[np.ndarray, float]:
@@ -149,10 +145,9 @@ squares of d², d² log d, d² log² d (`hypothesis_rss`). Until 2026-12-03 they
 `nwr-exponent` and `nwr-log-power`, whose control `rate-fixed` (a d-independent α) failed them
 only through the identity above (its t_wr is d-independent too), so it is gone.
 
-The rate sweep (`lr_sweep`, paper preset, no claim) found the largest stable α_d falling like
-1/d, not 1/(d log d): see [docs/aim-recovery-scaling.md](../aim-recovery-scaling.md), with the
-values measured by hand. Preconditions: every seed crossed |p_12| = `threshold` within the
-horizon at every d; no seed diverged.
+The largest stable rate is the experiment `aim-rate-limit` (docs/aim-open-questions.md, Q6).
+Preconditions: every seed crossed |p_12| = `threshold` within the horizon at every d; no seed
+diverged.
 
 Removed: `cor3-condition` (Γ_12 ≠ 0 at the d → ∞ state) cannot fail, so it is the unit test
 `tests/test_aim_recovery.py::test_cor3_condition_at_the_experiment_limit_state`; the old
@@ -173,7 +168,6 @@ class AIMRecoveryScaling(Experiment):
             "base.batch": 256,
             "base.t_max": 0.5,
             "base.records": 101,
-            "lr_sweep": [0.5, 0.71, 1.0, 1.41, 2.0, 2.83, 4.0, 5.66, 8.0, 11.3, 16.0],
         },
     }
     preset_notes = {
@@ -185,8 +179,7 @@ class AIMRecoveryScaling(Experiment):
         "one seed of 40 had not crossed at offset 2000.",
         "small": "five dimensions 32 … 128 on a √2 grid, 80 seeds (with 40, the former "
         "`nwr-log-power` was 0.769 [0.451, 1.09] at seed offset 1000).",
-        "paper": "d = 64 … 512 on a √2 grid. Cost ∝ d⁴ log d, several hours on two cores, plus "
-        "the rate sweep (c' on a √2 grid at batch 1).",
+        "paper": "d = 64 … 512 on a √2 grid. Cost ∝ d⁴ log d, several hours on two cores.",
     }
     controls = {
         "teacher-fades": Control(
@@ -271,14 +264,7 @@ class AIMRecoveryScaling(Experiment):
             for d in config.d
             for s in range(config.ode_seeds)
         }
-        sweep = {
-            (c, d): ctx.simulate(
-                "aim", config.base, d=d, lr=c, lr_scaling="dlogd", batch=config.sweep_batch
-            )
-            for c in config.lr_sweep
-            for d in config.d
-        }
-        return {"sims": sims, "theory": theory, "sweep": sweep}
+        return {"sims": sims, "theory": theory}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         from attndyn.models.aim.theory import recovery as R
@@ -341,8 +327,6 @@ class AIMRecoveryScaling(Experiment):
         m["log_power"] = jackknife_ci(groups, lambda *g: log_power(ds, *g))
         m["hypothesis_rss"] = hypothesis_rss(ds, m["n_wr"])
         m["slope_ratio_ci"] = {d: mean_ci(r) for d, r in zip(ds, slope_ratios, strict=True)}
-        if config.lr_sweep:
-            m["sweep"] = _sweep(config, results["sweep"])
         return m
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
@@ -397,48 +381,9 @@ class AIMRecoveryScaling(Experiment):
             f = ds**2 * np.log(ds) ** k
             scale = np.exp(np.mean(np.log(n) - np.log(f)))
             bx.plot(ds, scale * f, color="k", ls=style, lw=1, label=f"∝ {name}")
-        if "sweep" in m:
-            best = m["sweep"]["best_n_wr"]
-            bx.plot(ds, best, marker="s", color="C3", lw=1, label="best over lr sweep")
         bx.set(xlabel="d", ylabel=f"N_wr(c = {config.threshold})", yscale="log")
         bx.set_xscale("log", base=2)
         for a in (ax, bx):
             a.legend(frameon=False, fontsize=8)
         fig.tight_layout()
         return save_figure(fig, path)
-
-
-def _sweep(config: Config, sims: dict[tuple[float, int], Any]) -> dict[str, Any]:
-    """Per rate constant c' (α_d = c'/(d log d), sorted) and d: seed-mean N_wr and t*, diverged
-    seeds; per d the stability bracket α_d·d at the largest c' with no diverged seed below the
-    first c' with one, and the smallest N_wr over the rates up to that bracket (every seed
-    finite and crossed), with its log power k (N ∝ d² (log d)^k)."""
-    rates = sorted(config.lr_sweep)
-    table: dict[str, list[list[float]]] = {"n_wr": [], "t_cross": [], "diverged": []}
-    stable_ad, diverged_ad, best = [], [], []
-    for d in config.d:
-        crossings = [_crossing(sims[(c, d)], config.threshold) for c in rates]
-        n_wr = [float(np.mean(n)) for n, _ in crossings]
-        diverged = [int(sims[(c, d)]["diverged"].sum()) for c in rates]
-        for key, row in zip(table, (n_wr, [t for _, t in crossings], diverged), strict=True):
-            table[key].append(row)
-        first_bad = next((i for i, v in enumerate(diverged) if v), len(rates))
-        ad = [c / np.log(d) for c in rates]  # α_d·d
-        stable_ad.append(ad[first_bad - 1] if first_bad > 0 else float("nan"))
-        diverged_ad.append(ad[first_bad] if first_bad < len(rates) else float("nan"))
-        good = [n for n in n_wr[:first_bad] if np.isfinite(n)]
-        best.append(min(good) if good else float("nan"))
-    ds = np.asarray(config.d, float)
-    k = (
-        _slope(np.log(np.log(ds)), np.log(best) - 2 * np.log(ds))
-        if np.all(np.isfinite(best))
-        else float("nan")
-    )
-    return {
-        "rates": rates,
-        **table,
-        "largest_stable_alpha_d": stable_ad,
-        "smallest_diverging_alpha_d": diverged_ad,
-        "best_n_wr": best,
-        "best_log_power": k,
-    }
