@@ -9,26 +9,34 @@ import pytest
 from attndyn.claims.runner import experiment_config
 from attndyn.experiments.aim.rate_limit import (
     edge_exponent,
+    edge_interval,
     edge_log_power,
     nwr_exponent,
     rate_rss,
-    seed_edges,
+    seed_brackets,
 )
 
 DS = [32, 64, 128, 256]
 
 
-def test_seed_edges_bracket_each_seeds_threshold():
+def test_seed_brackets_hold_each_seeds_threshold():
     rates = [0.5, 1.0, 2.0, 4.0]
     thresholds = np.array([0.7, 1.5, 3.0, 0.3, 9.0])  # the last two fall outside the grid
     diverged = np.array([[c > t for t in thresholds] for c in rates])
-    edges, non_monotone = seed_edges(rates, diverged)
-    np.testing.assert_allclose(edges[:3], [np.sqrt(0.5), np.sqrt(2.0), np.sqrt(8.0)])
-    assert np.isnan(edges[3]) and np.isnan(edges[4]) and non_monotone == 0
-    # a seed that diverges at 1 but not at 2 is counted, its edge is the first divergence
+    brackets, non_monotone = seed_brackets(rates, diverged)
+    np.testing.assert_allclose(brackets[:, :3], [[0.5, 1.0, 2.0], [1.0, 2.0, 4.0]])
+    assert np.isnan(brackets[:, 3:]).all() and non_monotone == 0
+    # a seed that diverges at 1 but not at 2 is counted, its bracket ends at the first divergence
     diverged[:, 0] = [False, True, False, True]
-    edges, non_monotone = seed_edges(rates, diverged)
-    assert edges[0] == pytest.approx(np.sqrt(0.5)) and non_monotone == 1
+    brackets, non_monotone = seed_brackets(rates, diverged)
+    assert tuple(brackets[:, 0]) == (0.5, 1.0) and non_monotone == 1
+
+
+def test_edge_interval_covers_the_grid_resolution():
+    """Every seed in the same bracket (1, 2): no seed-to-seed spread, yet the interval spans the
+    bracket, and the point is its geometric midpoint."""
+    edge = edge_interval(np.array([[1.0] * 8, [2.0] * 8]))
+    assert edge.value == pytest.approx(np.sqrt(2)) and (edge.low, edge.high) == (1.0, 2.0)
 
 
 @pytest.mark.parametrize("beta", [-0.5, 0.0, 0.3])
