@@ -20,6 +20,7 @@ array that :func:`attndyn.claims.stats.bootstrap_ci` can resample.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -221,7 +222,7 @@ class EscapeMixin:
         kappas, lower = {}, {}
         for c, v in times.items():
             if diverged[c]:
-                kappas[c] = Interval(*(3 * [float("nan")]), config.seeds)
+                kappas[c] = Interval(math.nan, math.nan, math.nan, config.seeds)
                 lower[c] = float("nan")
                 continue
             kappas[c] = kappa_interval(self.case_ds(config, c), horizons[c], v)
@@ -238,7 +239,7 @@ class EscapeMixin:
             ratios[act] = (
                 groups_interval(groups, ratio_statistic(h_num, h_den))
                 if not (diverged[case] or diverged[ref])
-                else Interval(*(3 * [float("nan")]), config.seeds)
+                else Interval(math.nan, math.nan, math.nan, config.seeds)
             )
         return {
             "times": times,
