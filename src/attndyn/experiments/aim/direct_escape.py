@@ -104,7 +104,13 @@ class AIMDirectEscape(EscapeMixin, Experiment):
         "tiny": "h1 (80 seeds) and h2 (20) at d = 16, 32, no h3; `h2-slower-than-h1` at d = 32 "
         "only: at d = 16 the ratio was 1.32 [0.98, 1.75] (seed offset 0, with h1 at 160 "
         "seeds), finite-d escape of h2 barely slower than h1 there.",
-        "small": "d = 24, 32, 45, 20 seeds, h1, h2, h3.",
+        "small": "d = 24, 32, 45 (h3 at 32, 45), 20 seeds (h1 160), h1, h2, h3. FAILS "
+        "`h3-slower-than-h1` at seed offset 0 (2026-12-03): 0.61 [0.45, 0.84], direct h3 "
+        "(lr 0.001) escapes before h1 at d = 32 (KM medians 0.175 against 0.286) although its "
+        "escape time grows like d^1.3 [0.2, 2.4]; open (a larger d, or h1 and h3 at one step "
+        "constant). 724 s wall for the h3 runs alone (the h1, h2 runs reused from a 672 s "
+        "attempt that was invalid: a d = 45 h3 seed diverged at lr 0.002), load ≈ 5: over the "
+        "10-minute aim.",
         "paper": "d = 64 … 256 on a √2 grid (dry-run estimate).",
     }
     controls = {
