@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from attndyn.claims.stats import MIN_BOOTSTRAP_SEEDS, Interval, bootstrap_ci, jackknife_ci
+from attndyn.figures.draw import new_figure, save_figure
 
 
 def first_crossing(tau: np.ndarray, values: np.ndarray, level: float) -> float:
@@ -276,8 +277,6 @@ class EscapeMixin:
         return f"{case}: KM medians {med} at d = {self.case_ds(config, case)}, censored {cens}"
 
     def figure(self, config, results: dict, m: dict, path):
-        from attndyn.figures.draw import new_figure, save_figure
-
         cases = self.cases(config)
         fig, axes = new_figure(1, len(cases) + 1, figsize=(3.4 * (len(cases) + 1), 3.4),
                                squeeze=False)  # fmt: skip
