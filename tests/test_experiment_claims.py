@@ -112,6 +112,8 @@ PINNED: dict[str, list[str]] = {
         "dichotomy-repaired",
         "theory-slow",
     ],
+    "aim-untied-escape": ["h1-escape-d-scale", "h2-slower-than-h1"],
+    "aim-direct-escape": ["h1-escape-d-scale", "h2-slower-than-h1"],
     "circuits-lr-ratio": ["caco-ratio-monotone", "caco-schedule-sharpens"],
     "circuits-parameterization": [
         "fafo-diffuse",

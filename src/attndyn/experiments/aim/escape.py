@@ -1,0 +1,307 @@
+"""Censored escape times for ``aim-untied-escape`` and ``aim-direct-escape`` (issue 29, open
+questions Q1 and Q5 of P1 = arXiv 2609.03858; docs/aim-open-questions.md).
+
+Per seed the escape time τ_wr is the first slow time τ = nα_d/d at which a normalised overlap
+reaches a threshold; a seed that has not reached it by the horizon τ_max is right-censored. The
+censored seeds are encoded as τ = τ_max (the observed times are < τ_max by construction, a crossing
+exactly at the last record counts as censored), so a group of per-seed values stays a plain float
+array that :func:`attndyn.claims.stats.bootstrap_ci` can resample.
+
+- :func:`km_survival`, :func:`km_median`: the Kaplan–Meier estimator (Kaplan & Meier 1958) of the
+  survival function P(τ_wr > t) and its median, the latter only when fewer than half the seeds
+  are censored (otherwise NaN: the data bound the median from below by τ_max, nothing more);
+- :func:`kappa`: κ in median τ_wr ∝ d^κ, the least-squares slope of log KM median on log d
+  (N_wr = τ_wr d/α_d ∝ d^{2+κ} log d at α_d = c/(d log d); κ = 0 is P1's Θ(d² log d));
+- :func:`kappa_interval`: its interval, the percentile bootstrap over seeds within each d (≥ 20
+  seeds per d, :data:`attndyn.claims.stats.MIN_BOOTSTRAP_SEEDS`), else the jackknife-t;
+- :func:`kappa_lower`: when the median is censored at some d, the slope with τ_max in its place,
+  a lower bound of κ when the censored d are the largest ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from attndyn.claims.stats import MIN_BOOTSTRAP_SEEDS, Interval, bootstrap_ci, jackknife_ci
+from attndyn.figures.draw import new_figure, save_figure
+
+
+def first_crossing(tau: np.ndarray, values: np.ndarray, level: float) -> float:
+    """First τ with values ≥ level (linear interpolation between records); NaN if never."""
+    above = np.nonzero(values >= level)[0]
+    if len(above) == 0:
+        return float("nan")
+    i = above[0]
+    if i == 0:
+        return float(tau[0])
+    t0, t1, v0, v1 = tau[i - 1], tau[i], values[i - 1], values[i]
+    return float(t0 + (level - v0) * (t1 - t0) / (v1 - v0))
+
+
+def escape_times(tau: np.ndarray, signal: np.ndarray, level: float, horizon: float) -> np.ndarray:
+    """Per seed (rows of ``signal``): the first crossing of ``level``, or ``horizon`` where the
+    seed never crosses before it (right-censored). A seed whose signal is not finite before its
+    crossing (diverged) gives NaN."""
+    out = np.empty(signal.shape[0])
+    for s, row in enumerate(signal):
+        t = first_crossing(tau, row, level)
+        upto = tau <= (t if np.isfinite(t) else horizon)
+        if not np.all(np.isfinite(row[upto])):
+            out[s] = np.nan
+        else:
+            out[s] = min(t, horizon) if np.isfinite(t) else horizon
+    return out
+
+
+def km_survival(
+    times: npt.ArrayLike, horizon: float = np.inf, events: npt.ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Kaplan–Meier survival S(t) = Π_{t_j ≤ t} (1 − e_j/n_j): the distinct event times t_j and
+    S just after each (a step function, S = 1 before the first). Censoring: ``events`` (1 event,
+    0 censored at that time) when given, else every value ≥ ``horizon`` is censored."""
+    x = np.asarray(times, dtype=float).ravel()
+    event = x < horizon if events is None else np.asarray(events, bool).ravel()
+    steps, survival, s = [], [], 1.0
+    for t in np.unique(x[event]):
+        at_risk = int(np.sum(x >= t))
+        s *= 1.0 - int(np.sum(x[event] == t)) / at_risk
+        steps.append(float(t))
+        survival.append(s)
+    return np.asarray(steps), np.asarray(survival)
+
+
+def censored_fraction(times: npt.ArrayLike, horizon: float) -> float:
+    x = np.asarray(times, dtype=float).ravel()
+    return float(np.mean(x >= horizon))
+
+
+def km_median(times: npt.ArrayLike, horizon: float) -> float:
+    """The KM median, the first event time where S ≤ ½; NaN when half the seeds or more are
+    censored (or any value is not finite). Every censored value lies at the horizon, after every
+    event, so S(t) = #{τ > t}/n below the horizon and the median is the ⌈n/2⌉-th order
+    statistic (tests/test_aim_escape.py checks it against :func:`km_survival`)."""
+    x = np.asarray(times, dtype=float).ravel()
+    if x.size == 0 or not np.all(np.isfinite(x)) or censored_fraction(x, horizon) >= 0.5:
+        return float("nan")
+    k = (x.size + 1) // 2 - 1
+    return float(np.partition(x, k)[k])
+
+
+def kappa(ds: Sequence[float], horizons: Sequence[float], *groups: np.ndarray) -> float:
+    """κ: least-squares slope of log KM median τ_wr on log d (one group of per-seed times per
+    d); NaN if a median is censored."""
+    med = [km_median(g, h) for g, h in zip(groups, horizons, strict=True)]
+    if not np.all(np.isfinite(med)):
+        return float("nan")
+    return float(np.polyfit(np.log(np.asarray(ds, float)), np.log(med), 1)[0])
+
+
+def kappa_lower(ds: Sequence[float], horizons: Sequence[float], groups) -> float:
+    """The slope with each censored median replaced by its horizon τ_max (a lower bound of that
+    median): a lower bound of κ when the censored dimensions are the largest ones (NaN if the
+    smallest d is censored, where the replacement would bias κ the other way)."""
+    med = []
+    for g, h in zip(groups, horizons, strict=True):
+        m = km_median(g, h)
+        med.append(m if np.isfinite(m) else h)
+    if not np.isfinite(km_median(groups[0], horizons[0])):
+        return float("nan")
+    return float(np.polyfit(np.log(np.asarray(ds, float)), np.log(med), 1)[0])
+
+
+def median_interval(times: np.ndarray, horizon: float) -> Interval:
+    """The KM median with its percentile-bootstrap interval over seeds (≥ 20 seeds), else a
+    point value with an infinite interval (the jackknife is inconsistent for a median)."""
+    x = np.asarray(times, float)
+    if x.size < MIN_BOOTSTRAP_SEEDS:
+        m = km_median(x, horizon)
+        return Interval(
+            m, -np.inf if np.isfinite(m) else m, np.inf if np.isfinite(m) else m, x.size
+        )
+    return bootstrap_ci(x, lambda g: km_median(g, horizon))
+
+
+def groups_interval(groups: list[np.ndarray], statistic) -> Interval:
+    """``statistic(*groups)`` with the percentile bootstrap over seeds within each group when
+    every group has ≥ 20 seeds, else the jackknife-t (stats.py's rule)."""
+    if min(np.asarray(g).size for g in groups) >= MIN_BOOTSTRAP_SEEDS:
+        return bootstrap_ci(groups, statistic)
+    return jackknife_ci(groups, statistic)
+
+
+def kappa_interval(ds: Sequence[float], horizons: Sequence[float], groups) -> Interval:
+    """κ (:func:`kappa`) with its interval (:func:`groups_interval`)."""
+    return groups_interval(list(groups), lambda *g: kappa(ds, horizons, *g))
+
+
+def median_or_horizon(times: np.ndarray, horizon: float) -> float:
+    """The KM median, or ``horizon`` (a lower bound of it) where half the seeds or more are
+    censored."""
+    m = km_median(times, horizon)
+    return m if np.isfinite(m) or not np.all(np.isfinite(times)) else float(horizon)
+
+
+def ratio_statistic(h_num: Sequence[float], h_den: Sequence[float]):
+    """min over d of median(numerator at d)/median(denominator at d); the groups are the k
+    numerator groups (one per d) then the k denominator groups. A censored numerator median
+    counts as its horizon (so the ratio is a lower bound there); a censored denominator median
+    gives NaN."""
+    k = len(h_num)
+
+    def statistic(*groups) -> float:
+        r = [
+            median_or_horizon(groups[i], h_num[i]) / km_median(groups[k + i], h_den[i])
+            for i in range(k)
+        ]
+        return float(np.min(r)) if np.all(np.isfinite(r)) else float("nan")
+
+    return statistic
+
+
+# --------------------------------------------------------------------------------------------
+# The experiment both escape experiments share
+
+
+def log_d_band(ds: Sequence[int]) -> float:
+    """1/(2 ln d̄), d̄ the geometric-mean d: half the slope of log τ on log d that τ ∝ log d has
+    there (aim-recovery-scaling's band)."""
+    return 0.5 / float(np.mean(np.log(np.asarray(ds, float))))
+
+
+class EscapeMixin:
+    """measure / preconditions / figure of the escape experiments. A subclass gives ``cases``
+    (the first is the h1 reference), ``ratio_cases`` (activation → case compared with the
+    reference), ``run_changes(config, case, d)`` and ``signal(traj)``."""
+
+    def cases(self, config) -> list[str]:
+        raise NotImplementedError
+
+    def ratio_cases(self, config) -> dict[str, str]:
+        raise NotImplementedError
+
+    def run_changes(self, config, case: str, d: int) -> dict:
+        raise NotImplementedError
+
+    @staticmethod
+    def signal(traj) -> np.ndarray:
+        raise NotImplementedError
+
+    def case_ds(self, config, case: str) -> list[int]:
+        """The dimensions a case runs at: h3 at d ≥ ``h3_from``, the others at every d."""
+        if case.split("/")[0] == "h3":
+            return [d for d in config.d if d >= config.h3_from]
+        return list(config.d)
+
+    def run(self, config, ctx) -> dict:
+        sims = {
+            f"{case}@{d}": ctx.simulate("aim", config.base, **self.run_changes(config, case, d))
+            for case in self.cases(config)
+            for d in self.case_ds(config, case)
+        }
+        return {"sims": sims}
+
+    def measure(self, config, results: dict) -> dict:
+        times: dict[str, list[np.ndarray]] = {}
+        horizons: dict[str, list[float]] = {}
+        for case in self.cases(config):
+            times[case], horizons[case] = [], []
+            for d in self.case_ds(config, case):
+                traj = results["sims"][f"{case}@{d}"]
+                tau = traj["time"].values
+                horizon = float(tau[-1])
+                times[case].append(escape_times(tau, self.signal(traj), config.threshold, horizon))
+                horizons[case].append(horizon)
+        diverged = {c: int(sum(np.sum(~np.isfinite(t)) for t in v)) for c, v in times.items()}
+        censored = {c: [censored_fraction(t, h) for t, h in zip(v, horizons[c], strict=True)]
+                    for c, v in times.items()}  # fmt: skip
+        medians = {c: [median_interval(t, h) for t, h in zip(v, horizons[c], strict=True)]
+                   for c, v in times.items()}  # fmt: skip
+        kappas, lower = {}, {}
+        for c, v in times.items():
+            if diverged[c]:
+                kappas[c] = Interval(math.nan, math.nan, math.nan, config.seeds)
+                lower[c] = float("nan")
+                continue
+            kappas[c] = kappa_interval(self.case_ds(config, c), horizons[c], v)
+            lower[c] = kappa_lower(self.case_ds(config, c), horizons[c], v)
+        ref = self.cases(config)[0]
+        ratios = {}
+        for act, case in self.ratio_cases(config).items():
+            ds_c = self.case_ds(config, case)
+            keep = [(ds_c.index(d), i) for i, d in enumerate(config.d)
+                    if d in ds_c and d >= config.ratio_from]  # fmt: skip
+            groups = [times[case][j] for j, _ in keep] + [times[ref][i] for _, i in keep]
+            h_num = [horizons[case][j] for j, _ in keep]
+            h_den = [horizons[ref][i] for _, i in keep]
+            ratios[act] = (
+                groups_interval(groups, ratio_statistic(h_num, h_den))
+                if not (diverged[case] or diverged[ref])
+                else Interval(math.nan, math.nan, math.nan, config.seeds)
+            )
+        return {
+            "times": times,
+            "horizons": horizons,
+            "diverged": diverged,
+            "censored": censored,
+            "medians": medians,
+            "kappa": kappas,
+            "kappa_lower": lower,
+            "kappa_band": log_d_band(config.d),
+            "ratio": ratios,
+        }
+
+    def preconditions(self, config, m: dict) -> list:
+        from attndyn.claims.verdict import Check
+
+        ref = self.cases(config)[0]
+        return [
+            Check.compare("diverged seeds, all runs", sum(m["diverged"].values()), "==", 0),
+            Check.compare(
+                f"censored fraction of the reference {ref}, largest over d",
+                max(m["censored"][ref]),
+                "<",
+                0.5,
+            ),
+        ]
+
+    def kappa_detail(self, config, m: dict, case: str) -> str:
+        med = ", ".join(
+            f"{iv.value:.3g}" if np.isfinite(iv.value) else f"> {h:.3g}"
+            for iv, h in zip(m["medians"][case], m["horizons"][case], strict=True)
+        )
+        cens = ", ".join(f"{c:.2f}" for c in m["censored"][case])
+        return f"{case}: KM medians {med} at d = {self.case_ds(config, case)}, censored {cens}"
+
+    def figure(self, config, results: dict, m: dict, path):
+        cases = self.cases(config)
+        fig, axes = new_figure(1, len(cases) + 1, figsize=(3.4 * (len(cases) + 1), 3.4),
+                               squeeze=False)  # fmt: skip
+        for ax, case in zip(axes[0], cases, strict=False):
+            for i, d in enumerate(self.case_ds(config, case)):
+                t, h = m["times"][case][i], m["horizons"][case][i]
+                steps, surv = km_survival(t[np.isfinite(t)], h)
+                x = np.concatenate([[0.0], np.repeat(steps, 2), [h]])
+                y = np.concatenate([np.repeat(np.concatenate([[1.0], surv]), 2)])
+                ax.plot(x, y, color=f"C{i}", label=f"d = {d}")
+            ax.axhline(0.5, color="0.6", lw=0.6)
+            ax.set(title=case, xlabel="slow time τ = nα_d/d", ylabel="KM P(τ_wr > τ)")
+            ax.set_ylim(-0.02, 1.02)
+            ax.legend(frameon=False, fontsize=7)
+        bx = axes[0][-1]
+        for j, case in enumerate(cases):
+            iv = m["kappa"][case]
+            if iv.finite:
+                bx.errorbar([j], [iv.value], yerr=[[iv.value - iv.low], [iv.high - iv.value]],
+                            marker="o", color="C0", capsize=3)  # fmt: skip
+            elif np.isfinite(m["kappa_lower"][case]):
+                bx.plot([j], [m["kappa_lower"][case]], marker="^", color="C3")
+        band = m["kappa_band"]
+        bx.axhspan(-band, band, color="0.85")
+        bx.set_xticks(range(len(cases)), cases, rotation=60, fontsize=7)
+        bx.set(xlabel="case", ylabel="κ (median τ_wr ∝ d^κ), 95 % CI")
+        bx.set_title("κ (▲: lower bound, censored)")
+        return save_figure(fig, path)
