@@ -6,9 +6,9 @@ seed mean, a paired difference, a ratio of two means, a log–log slope of group
 dimensions (true slope 1.5). Values are Gaussian (CV 0.2) or Gamma(4) (CV 0.5, skewed). The
 draws are seeded, so the counts are fixed; with 400 repetitions a true coverage of 0.95 has a
 standard error of 0.011, and the requirement is ≥ 0.9. Measured here: t and jackknife-t
-0.920–0.99 over every shape, law and n = 2, 3, 4, 8, 20, and 0.9375–0.9625 at n = 80 (slow). The percentile bootstrap, in a separate
-run of 400 draws (ratio and slope): 0.79–0.81 at n = 3, 0.86–0.89 at n = 4, 0.90 at n = 8,
-0.92–0.93 at n = 20, hence MIN_BOOTSTRAP_SEEDS = 20.
+0.920–0.99 over every shape, law and n = 2, 3, 4, 8, 20, and 0.9375–0.9625 at n = 80 (slow).
+The percentile bootstrap, in a separate run of 400 draws (ratio and slope): 0.79–0.81 at n = 3,
+0.86–0.89 at n = 4, 0.90 at n = 8, 0.92–0.93 at n = 20, hence MIN_BOOTSTRAP_SEEDS = 20.
 """
 
 from __future__ import annotations
