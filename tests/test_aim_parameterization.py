@@ -1,5 +1,5 @@
 """aim-parameterization's statistic and bookkeeping (P1 Fig. 2, Cor. 3, Cor. 7) on synthetic
-trajectories; the experiment's claims themselves run in tests/test_experiment_claims.py."""
+trajectories; the experiment's claims themselves run in tests/experiment_runs.py."""
 
 from __future__ import annotations
 

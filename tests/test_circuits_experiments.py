@@ -1,7 +1,7 @@
 """circuits-parameterization and circuits-lr-ratio: reduced runs through the CLI store their
 claims and figure; the readings (matched loss, the notebooks' stopping rule) pick the documented
 records; configs under which the claims mean nothing are refused. The tiny presets, their claims
-and controls are checked in tests/test_experiment_claims.py."""
+and controls are checked in tests/experiment_runs.py."""
 
 from __future__ import annotations
 

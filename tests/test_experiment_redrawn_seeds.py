@@ -1,6 +1,6 @@
 """Verdicts that survive re-drawn seeds (docs/claims.md, "Seeds"): every stochastic tiny preset
 passes --strict with its seeds re-drawn. A file of its own so that pytest-xdist (--dist loadfile)
-runs it beside tests/test_experiment_claims.py, not after it."""
+runs it beside tests/test_experiment_runs_{a,b}.py, not after them."""
 
 from __future__ import annotations
 
