@@ -246,7 +246,8 @@ class AIMRateLimit(Experiment[RateLimitConfig]):
     }
     preset_notes = {
         "tiny": "tied h1 only, d = 32 and 128 (horizon t = 1: at 0.8, 2 of 64 seeds at d = 32 "
-        "had not crossed at seed offset 1000).",
+        "had not crossed at seed offset 1000; with d = 32, 91 the slope was −0.044 [−0.121, "
+        "0.033], too near the band's −0.125).",
         "small": "tied h1 at d = 32 … 128 and h2 at d = 32 … 64 on a √2 grid; h2's twr slope is "
         "reported, not claimed (its edge at d = 32 is ≈ 0.01–0.04, so its fixed rate must be "
         "≈ 0.008 and the steps ∝ d²/c make d ≥ 91 cost minutes per rate).",
@@ -254,10 +255,10 @@ class AIMRateLimit(Experiment[RateLimitConfig]):
     }
     controls = {
         "teacher-fades": Control(
-            {"teacher_fade": True, "base.t_max": 1.5},
+            {"teacher_fade": True, "base.t_max": 1.3},
             "a model whose crossing time grows like log d: the teacher's entries shrink with d "
             "(teacher_scale × (ln d_min/ln d)^½), so the Eq. 17 slope falls like 1/ln d and t_wr "
-            "rises like ln d, N_wr ∝ d² log d at α_d = c/d (horizon × 1.5 so that every seed "
+            "rises like ln d, N_wr ∝ d² log d at α_d = c/d (horizon × 1.3 so that every seed "
             "still crosses)",
         ),
     }
