@@ -13,15 +13,15 @@ import numpy as np
 from pydantic import Field
 
 from attndyn.claims.base import Control, Experiment
-from attndyn.claims.config import Base, ExperimentConfig
+from attndyn.claims.config import Base
 from attndyn.claims.spec import Evidence, above, claim, measured, within
-from attndyn.experiments.aim.escape import EscapeMixin
+from attndyn.experiments.aim.escape import EscapeConfig, EscapeMixin
 from attndyn.models.aim.config import AIMConfig
 
 TEACHER_SCALE = (2 / 3) ** 0.5  # Wishart q22 = scale² ρ*(1 + ρ*) = 1/2 at ρ* = 1/2: Var G₂ = 1
 
 
-class DirectEscapeConfig(ExperimentConfig):
+class DirectEscapeConfig(EscapeConfig):
     base: AIMConfig = Base(
         AIMConfig,
         "direct S, L = 1, S₁ entries N(0, 1/d) (Assumption 10, centred forms, Eq. 396), "
@@ -41,29 +41,11 @@ class DirectEscapeConfig(ExperimentConfig):
         moment_degree=2,
         test_size=0,
     )
-    d: list[int] = Field([24, 32, 45], min_length=2, description="dimensions (increasing)")
-    seeds: int = Field(20, ge=2, description="seeds of every case but h1")
-    h1_seeds: int = Field(
-        160, ge=2, description="seeds of h1 (cheap; its κ claim needs a tight median)"
-    )
     activations: list[Literal["h1", "h2", "h3"]] = Field(
         ["h1", "h2", "h3"], min_length=1, description="activations; the first must be h1"
     )
-    threshold: float = Field(0.3, gt=0, lt=1, description="escape level of the overlap cosine")
     t_max_h1: float = Field(0.6, gt=0, description="horizon τ_max of h1")
-    t_max_h3: float = Field(1.0, gt=0, description="horizon τ_max of h3")
     lr_h3: float = Field(0.001, gt=0, description="α_d = lr_h3/(d log d) for h3")
-    batch_h3: int = Field(16, ge=1, description="batch of h3")
-    h3_from: int = Field(
-        32, ge=0, description="h3 runs at d ≥ this (at d = 24 a seed of 20 diverged)"
-    )
-    ratio_from: int = Field(0, ge=0, description="the slower-than-h1 claims at d ≥ this")
-    teacher_shrink: bool = Field(
-        False, description="control: the h1 teacher entries × d_min/d (signal O(1/d) at large d)"
-    )
-    trained_as: Literal["h1"] | None = Field(
-        None, description="control: the h2/h3 arms train this activation instead"
-    )
 
 
 NOTES = """\

@@ -22,30 +22,49 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import Field
 
+from attndyn.claims.config import ExperimentConfig
 from attndyn.claims.stats import MIN_BOOTSTRAP_SEEDS, Interval, bootstrap_ci, jackknife_ci
 from attndyn.figures.draw import new_figure, save_figure
 
 
-def first_crossing(tau: np.ndarray, values: np.ndarray, level: float) -> float:
-    """First τ with values ≥ level (linear interpolation between records); NaN if never."""
-    above = np.nonzero(values >= level)[0]
-    if len(above) == 0:
-        return float("nan")
-    i = above[0]
-    if i == 0:
-        return float(tau[0])
-    t0, t1, v0, v1 = tau[i - 1], tau[i], values[i - 1], values[i]
-    return float(t0 + (level - v0) * (t1 - t0) / (v1 - v0))
+class EscapeConfig(ExperimentConfig):
+    """The fields both escape experiments share; each adds its ``base`` (the model) and its
+    cases, and may change a default."""
+
+    d: list[int] = Field([24, 32, 45], min_length=2, description="dimensions (increasing)")
+    seeds: int = Field(20, ge=2, description="seeds of every case but h1")
+    h1_seeds: int = Field(
+        160, ge=2, description="seeds of h1 (cheap; its κ claim needs a tight median)"
+    )
+    threshold: float = Field(0.3, gt=0, lt=1, description="escape level of the overlap cosine")
+    t_max_h1: float = Field(0.4, gt=0, description="horizon τ_max of h1")
+    t_max_h3: float = Field(1.0, gt=0, description="horizon τ_max of h3")
+    lr_h3: float = Field(0.002, gt=0, description="α_d = lr_h3/(d log d) for h3")
+    batch_h3: int = Field(16, ge=1, description="batch of h3")
+    h3_from: int = Field(
+        32, ge=0, description="h3 runs at d ≥ this (at d = 24 a seed of 20 diverged)"
+    )
+    ratio_from: int = Field(0, ge=0, description="the slower-than-h1 claims at d ≥ this")
+    teacher_shrink: bool = Field(
+        False, description="control: the h1 teacher entries × d_min/d (signal O(1/d) at large d)"
+    )
+    trained_as: Literal["h1"] | None = Field(
+        None, description="control: the h2/h3 cases train this activation instead"
+    )
 
 
 def escape_times(tau: np.ndarray, signal: np.ndarray, level: float, horizon: float) -> np.ndarray:
     """Per seed (rows of ``signal``): the first crossing of ``level``, or ``horizon`` where the
     seed never crosses before it (right-censored). A seed whose signal is not finite before its
     crossing (diverged) gives NaN."""
+    from attndyn.models.aim.theory.recovery import first_crossing
+
     out = np.empty(signal.shape[0])
     for s, row in enumerate(signal):
         t = first_crossing(tau, row, level)

@@ -83,18 +83,6 @@ def _rms_change(psym: np.ndarray, seeds: Any = slice(None)) -> np.ndarray:
     return np.sqrt(np.mean((p - p[:, :1]) ** 2, axis=0))
 
 
-def _first_crossing(tau: np.ndarray, values: np.ndarray, level: float) -> float:
-    """First τ with values ≥ level (linear interpolation); NaN if never."""
-    above = np.nonzero(values >= level)[0]
-    if len(above) == 0:
-        return float("nan")
-    i = above[0]
-    if i == 0:
-        return float(tau[0])
-    t0, t1, v0, v1 = tau[i - 1], tau[i], values[i - 1], values[i]
-    return float(t0 + (level - v0) * (t1 - t0) / (v1 - v0))
-
-
 def _interp(traj, values: np.ndarray, t_fast: float) -> float:
     """``values`` (along the record grid) at fast time ``t_fast``, linear in t."""
     return float(np.interp(t_fast, traj["time_fast"].values, values))
@@ -304,6 +292,8 @@ class AIMUntied(Experiment):
         return {"sims": sims, "theory": theory, "fast": fast}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+        from attndyn.models.aim.theory.recovery import first_crossing
+
         sims, fast = results["sims"], results["fast"]
         d_max, d_min = config.d[-1], config.d[0]
         alpha = config.base.lr / (d_max * np.log(d_max))
@@ -329,7 +319,7 @@ class AIMUntied(Experiment):
             t = sims[("h1", d)]["time"].values
             axis = t * d if config.collapse_axis == "fast" else t
             level = config.collapse_level
-            return np.array([_first_crossing(axis, p - p[0], level) for p in psym[d]])
+            return np.array([first_crossing(axis, p - p[0], level) for p in psym[d]])
 
         def spread(*means: np.ndarray) -> float:
             m = [float(np.mean(x)) for x in means]

@@ -7,19 +7,19 @@ the horizon; κ in KM-median τ_wr ∝ d^κ (docs/aim-open-questions.md).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import Field
 
 from attndyn.claims.base import Control, Experiment
-from attndyn.claims.config import Base, ExperimentConfig
+from attndyn.claims.config import Base
 from attndyn.claims.spec import Evidence, above, claim, measured, within
-from attndyn.experiments.aim.escape import EscapeMixin
+from attndyn.experiments.aim.escape import EscapeConfig, EscapeMixin
 from attndyn.models.aim.config import AIMConfig
 
 
-class UntiedEscapeConfig(ExperimentConfig):
+class UntiedEscapeConfig(EscapeConfig):
     base: AIMConfig = Base(
         AIMConfig,
         'untied L = 1, square factors (ρ = ρ* = 1, Fig. 3\'s "standard Gaussian"): student U, V '
@@ -39,11 +39,6 @@ class UntiedEscapeConfig(ExperimentConfig):
         moment_degree=2,
         test_size=0,
     )
-    d: list[int] = Field([24, 32, 45], min_length=2, description="dimensions (increasing)")
-    seeds: int = Field(20, ge=2, description="seeds of every case but h1")
-    h1_seeds: int = Field(
-        160, ge=2, description="seeds of h1 (cheap; its κ claim needs a tight median)"
-    )
     cases: list[str] = Field(
         [
             "h1/raw/1",
@@ -57,21 +52,6 @@ class UntiedEscapeConfig(ExperimentConfig):
         min_length=1,
         description="activation/teacher/v_scale; teacher raw (drawn mean, O(d^−½)) or centred "
         "(teacher_mean = 0); the first must be h1 (the reference)",
-    )
-    threshold: float = Field(0.3, gt=0, lt=1, description="escape level of the overlap cosine")
-    t_max_h1: float = Field(0.4, gt=0, description="horizon τ_max of h1")
-    t_max_h3: float = Field(1.0, gt=0, description="horizon τ_max of h3")
-    lr_h3: float = Field(0.002, gt=0, description="α_d = lr_h3/(d log d) for h3")
-    batch_h3: int = Field(16, ge=1, description="batch of h3")
-    h3_from: int = Field(
-        32, ge=0, description="h3 runs at d ≥ this (at d = 24 a seed of 20 diverged)"
-    )
-    ratio_from: int = Field(0, ge=0, description="the slower-than-h1 claims at d ≥ this")
-    teacher_shrink: bool = Field(
-        False, description="control: the h1 teacher entries × d_min/d (signal O(1/d) at large d)"
-    )
-    trained_as: Literal["h1"] | None = Field(
-        None, description="control: the h2/h3 cases train this activation instead"
     )
 
 
