@@ -146,19 +146,7 @@ class AIMDirectEscape(EscapeMixin, Experiment):
         return {a: a for a in config.activations if a != "h1"}
 
     def run_changes(self, config: DirectEscapeConfig, case: str, d: int) -> dict[str, Any]:
-        h3 = case == "h3"
-        changes: dict[str, Any] = dict(
-            d=d,
-            activation=config.trained_as if case != "h1" and config.trained_as else case,
-            t_max={"h1": config.t_max_h1, "h3": config.t_max_h3}.get(case, config.base.t_max),
-            lr=config.lr_h3 if h3 else config.base.lr,
-            batch=config.batch_h3 if h3 else config.base.batch,
-        )
-        if case == self.cases(config)[0]:
-            changes["seeds"] = config.h1_seeds
-        if config.teacher_shrink and case == self.cases(config)[0]:
-            changes["teacher_scale"] = config.base.teacher_scale * config.d[0] / d
-        return changes
+        return self.step_changes(config, case, case, d)
 
     @staticmethod
     def signal(traj) -> np.ndarray:

@@ -209,6 +209,24 @@ class EscapeMixin:
     def signal(traj) -> np.ndarray:
         raise NotImplementedError
 
+    def step_changes(self, config, case: str, act: str, d: int) -> dict:
+        """The fields every case sets: d; the activation trained (a control's `trained_as` for
+        the h2/h3 cases); the horizon, step constant and batch of ``act``; for the h1 reference
+        (the first case) its seeds and the `teacher-shrinks` control's teacher."""
+        h3 = act == "h3"
+        changes: dict = dict(
+            d=d,
+            activation=config.trained_as if act != "h1" and config.trained_as else act,
+            t_max={"h1": config.t_max_h1, "h3": config.t_max_h3}.get(act, config.base.t_max),
+            lr=config.lr_h3 if h3 else config.base.lr,
+            batch=config.batch_h3 if h3 else config.base.batch,
+        )
+        if case == self.cases(config)[0]:
+            changes["seeds"] = config.h1_seeds
+            if config.teacher_shrink:
+                changes["teacher_scale"] = config.base.teacher_scale * config.d[0] / d
+        return changes
+
     def case_ds(self, config, case: str) -> list[int]:
         """The dimensions a case runs at: h3 at d ≥ ``h3_from``, the others at every d."""
         if case.split("/")[0] == "h3":

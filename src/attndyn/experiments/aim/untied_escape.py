@@ -162,21 +162,10 @@ class AIMUntiedEscape(EscapeMixin, Experiment):
 
     def run_changes(self, config: UntiedEscapeConfig, case: str, d: int) -> dict[str, Any]:
         act, teacher, balance = parse(case)
-        h3 = act == "h3"
-        changes: dict[str, Any] = dict(
-            d=d,
-            activation=config.trained_as if act != "h1" and config.trained_as else act,
-            v_scale=balance,
-            teacher_mean=0.0 if teacher == "centred" else None,
-            t_max={"h1": config.t_max_h1, "h3": config.t_max_h3}.get(act, config.base.t_max),
-            lr=config.lr_h3 if h3 else config.base.lr,
-            batch=config.batch_h3 if h3 else config.base.batch,
+        teacher_mean = 0.0 if teacher == "centred" else None
+        return self.step_changes(config, case, act, d) | dict(
+            v_scale=balance, teacher_mean=teacher_mean
         )
-        if case == self.cases(config)[0]:
-            changes["seeds"] = config.h1_seeds
-        if config.teacher_shrink and case == self.cases(config)[0]:
-            changes["teacher_scale"] = config.base.teacher_scale * config.d[0] / d
-        return changes
 
     @staticmethod
     def signal(traj) -> np.ndarray:
