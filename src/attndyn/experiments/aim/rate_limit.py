@@ -304,13 +304,7 @@ class AIMRateLimit(Experiment[RateLimitConfig]):
         return checks
 
     def run(self, config: RateLimitConfig, ctx: RunContext) -> dict[str, Any]:
-        sims = {
-            (model, d, c): ctx.simulate("aim", config.base, **_run_changes(config, model, d, c))
-            for model in config.models
-            for d in config.d[model]
-            for c in config.grid(model, d)
-        }
-        fixed = {
+        fixed: dict[tuple[str, int], Any] = {
             (model, d): ctx.simulate(
                 "aim",
                 config.base,
@@ -319,6 +313,23 @@ class AIMRateLimit(Experiment[RateLimitConfig]):
             )
             for model in config.models
             for d in config.d[model]
+        }
+
+        def grid_run(model: str, d: int, c: float):
+            """A grid rate equal to the fixed rate reads the fixed run's first `seeds` seeds
+            (the same seeds, so the same paths) instead of running them again."""
+            if (
+                np.isclose(c, config.fixed_rate[model], rtol=1e-9)
+                and config.twr_seeds >= config.seeds
+            ):
+                return fixed[(model, d)].isel(seed=slice(0, config.seeds))
+            return ctx.simulate("aim", config.base, **_run_changes(config, model, d, c))
+
+        sims = {
+            (model, d, c): grid_run(model, d, c)
+            for model in config.models
+            for d in config.d[model]
+            for c in config.grid(model, d)
         }
         return {"sims": sims, "fixed": fixed}
 
