@@ -12,6 +12,9 @@
 # experiment's `attndyn run NAME --preset paper --dry-run --json` on the GPU, DRY_LIMIT_S each:
 # the one-GPU estimates of docs/paper-presets.md). The CPU rows run on the GPU
 # machine's own cores, so the ratio is GPU : that machine's CPU; BENCHMARKS.md compares with two cores.
+# It installs from a package registry; on a GPU machine without one (the lent H200 of
+# BENCHMARKS.md, 2026-12-04) carry the missing wheels and run attndyn with that machine's JAX.
+# The paper run passes --yes: without it `run` stops at its --max-hours check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-check}
@@ -32,7 +35,7 @@ JAX_PLATFORMS=cpu attndyn bench --name all --quick --no-torch --json >"$OUT/benc
 python scripts/gpu_ratio.py "$OUT/bench-cpu.json" "$OUT/bench-gpu.json" >"$OUT/ratio.json"
 start=$(date +%s)
 set +e
-JAX_PLATFORMS=cuda timeout "$PAPER_LIMIT_S" attndyn run "$EXPERIMENT" --preset "$PRESET" \
+JAX_PLATFORMS=cuda timeout "$PAPER_LIMIT_S" attndyn run "$EXPERIMENT" --preset "$PRESET" --yes \
     --json --out "$OUT/results" >"$OUT/paper.json"
 code=$?
 set -e
