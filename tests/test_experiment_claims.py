@@ -112,7 +112,7 @@ PINNED: dict[str, list[str]] = {
         "theory-slow",
     ],
     "aim-untied-escape": ["h1-escape-d-scale", "h2-slower-than-h1"],
-    "aim-direct-escape": ["h1-escape-d-scale", "h2-slower-than-h1"],
+    "aim-direct-escape": ["h1-escape-d-scale", "h2-escape-outgrows-h1"],
     "circuits-lr-ratio": ["caco-ratio-monotone", "caco-schedule-sharpens"],
     "circuits-parameterization": [
         "fafo-diffuse",

@@ -15,7 +15,10 @@ array that :func:`attndyn.claims.stats.bootstrap_ci` can resample.
 - :func:`kappa_interval`: its interval, the percentile bootstrap over seeds within each d (≥ 20
   seeds per d, :data:`attndyn.claims.stats.MIN_BOOTSTRAP_SEEDS`), else the jackknife-t;
 - :func:`kappa_lower`: when the median is censored at some d, the slope with τ_max in its place,
-  a lower bound of κ when the censored d are the largest ones.
+  a lower bound of κ when the censored d are the largest ones;
+- :func:`growth_statistic`: κ(case) − κ(h1), the slope of log(median ratio) on log d: > 0 when
+  the case's escape time outgrows the reference's, i.e. the case does not recover on the
+  reference's d² log d scale (τ_wr(case)/τ_wr(h1) → ∞).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ class EscapeConfig(ExperimentConfig):
     cases, and may change a default."""
 
     d: list[int] = Field([24, 32, 45], min_length=2, description="dimensions (increasing)")
-    seeds: int = Field(20, ge=2, description="seeds of every case but h1")
+    seeds: int = Field(20, ge=2, description="seeds of every case but h1 (and h3)")
+    h3_seeds: int | None = Field(None, ge=2, description="seeds of h3 (None: `seeds`)")
     h1_seeds: int = Field(
         160, ge=2, description="seeds of h1 (cheap; its κ claim needs a tight median)"
     )
@@ -181,6 +185,24 @@ def ratio_statistic(h_num: Sequence[float], h_den: Sequence[float]):
     return statistic
 
 
+def growth_statistic(ds: Sequence[float], h_num: Sequence[float], h_den: Sequence[float]):
+    """κ(numerator) − κ(denominator): the least-squares slope on log d of log(median numerator /
+    median denominator), the groups ordered as in :func:`ratio_statistic`. A censored numerator
+    median counts as its horizon; a censored denominator median gives NaN. (With the numerator
+    censored only at the largest d the slope is then a lower bound.)"""
+    k = len(h_num)
+    x = np.log(np.asarray(ds, float))
+
+    def statistic(*groups) -> float:
+        r = [
+            median_or_horizon(groups[i], h_num[i]) / km_median(groups[k + i], h_den[i])
+            for i in range(k)
+        ]
+        return float(np.polyfit(x, np.log(r), 1)[0]) if np.all(np.isfinite(r)) else float("nan")
+
+    return statistic
+
+
 # --------------------------------------------------------------------------------------------
 # The experiment both escape experiments share
 
@@ -211,8 +233,8 @@ class EscapeMixin:
 
     def step_changes(self, config, case: str, act: str, d: int) -> dict:
         """The fields every case sets: d; the activation trained (a control's `trained_as` for
-        the h2/h3 cases); the horizon, step constant and batch of ``act``; for the h1 reference
-        (the first case) its seeds and the `teacher-shrinks` control's teacher."""
+        the h2/h3 cases); the horizon, step constant, batch and seeds of ``act``; for the h1
+        reference (the first case) its seeds and the `teacher-shrinks` control's teacher."""
         h3 = act == "h3"
         changes: dict = dict(
             d=d,
@@ -221,6 +243,8 @@ class EscapeMixin:
             lr=config.lr_h3 if h3 else config.base.lr,
             batch=config.batch_h3 if h3 else config.base.batch,
         )
+        if h3 and config.h3_seeds is not None:
+            changes["seeds"] = config.h3_seeds
         if case == self.cases(config)[0]:
             changes["seeds"] = config.h1_seeds
             if config.teacher_shrink:
@@ -266,19 +290,23 @@ class EscapeMixin:
             kappas[c] = kappa_interval(self.case_ds(config, c), horizons[c], v)
             lower[c] = kappa_lower(self.case_ds(config, c), horizons[c], v)
         ref = self.cases(config)[0]
-        ratios = {}
+        ratios: dict[str, Interval] = {}
+        growth: dict[str, Interval] = {}
         for act, case in self.ratio_cases(config).items():
+            valid = not (diverged[case] or diverged[ref])
+            nan = Interval(math.nan, math.nan, math.nan, config.seeds)
             ds_c = self.case_ds(config, case)
-            keep = [(ds_c.index(d), i) for i, d in enumerate(config.d)
-                    if d in ds_c and d >= config.ratio_from]  # fmt: skip
-            groups = [times[case][j] for j, _ in keep] + [times[ref][i] for _, i in keep]
-            h_num = [horizons[case][j] for j, _ in keep]
-            h_den = [horizons[ref][i] for _, i in keep]
-            ratios[act] = (
-                groups_interval(groups, ratio_statistic(h_num, h_den))
-                if not (diverged[case] or diverged[ref])
-                else Interval(math.nan, math.nan, math.nan, config.seeds)
-            )
+            common = [d for d in config.d if d in ds_c]
+            for out, statistic, ds in (
+                (ratios, ratio_statistic, [d for d in common if d >= config.ratio_from]),
+                (growth, lambda hn, hd, ds=common: growth_statistic(ds, hn, hd), common),
+            ):
+                groups = [times[case][ds_c.index(d)] for d in ds]
+                groups += [times[ref][config.d.index(d)] for d in ds]
+                h_num = [horizons[case][ds_c.index(d)] for d in ds]
+                h_den = [horizons[ref][config.d.index(d)] for d in ds]
+                ok = valid and len(ds) >= (2 if out is growth else 1)
+                out[act] = groups_interval(groups, statistic(h_num, h_den)) if ok else nan
         return {
             "times": times,
             "horizons": horizons,
@@ -289,6 +317,7 @@ class EscapeMixin:
             "kappa_lower": lower,
             "kappa_band": log_d_band(config.d),
             "ratio": ratios,
+            "growth": growth,
         }
 
     def preconditions(self, config, m: dict) -> list:
