@@ -72,7 +72,7 @@ def gpu_seconds(plan: dict, eff: float, eff_mem: float, tau: float) -> float | N
     """The modelled one-GPU time of ``plan``'s simulations to run (module doc); None if a
     program to run has no FLOP count."""
     total = 0.0
-    for run in plan["runs"]:
+    for run in plan.get("runs", []):  # none where the dry run failed or timed out
         if run["kind"] != "simulation" or run["stored"] or run.get("program") is None:
             continue
         prog = plan["programs"][run["program"]]

@@ -72,3 +72,31 @@ def test_grid_moves_with_d_and_bad_grids_are_refused():
     assert config.grid("tied-h1", 128) == config.rates["tied-h1"]  # γ = 0
     with pytest.raises(ValueError, match="increasing"):
         experiment_config("aim-rate-limit", "small", {"rates": {"tied-h1": [1.0, 0.5]}})
+
+
+def test_untied_runs_see_the_tied_runs_samples_and_their_own_signal():
+    from attndyn.experiments.aim.rate_limit import _run_changes, crossing_samples
+    from attndyn.models.aim.config import AIMConfig
+
+    _, config = experiment_config("aim-rate-limit", "small", {})
+    untied = _run_changes(config, "untied-h1", 64, 0.5)
+    tied = _run_changes(config, "tied-h1", 64, 0.5)
+    assert untied["param"] == "untied" and "param" not in tied
+    # τ = nα_d/d on the untied axis, t = 4nα_d/d on the tied one: the same n at t_max/4
+    assert untied["t_max"] == pytest.approx(config.base.t_max / 4)
+    u = AIMConfig(**(config.base.model_dump() | untied))
+    t = AIMConfig(**(config.base.model_dump() | tied))
+    assert u.total_steps == t.total_steps
+    # crossing_samples reads Eq. 41's signal on an untied trajectory (and NaN for a diverged seed)
+    import xarray as xr
+
+    samples = np.array([0, 10, 20, 30])
+    q1 = np.array([[0.0, 0.05, 0.15, 0.3], [0.0, 0.2, 0.3, 0.4]])
+    q2 = np.zeros_like(q1)
+    traj = xr.Dataset(
+        {"q1_12": (("seed", "time"), q1), "q2_12": (("seed", "time"), q2)},
+        coords={"samples": ("time", samples), "diverged": ("seed", [False, True])},
+        attrs={"config": u.model_dump_json()},
+    )
+    n = crossing_samples(traj, 0.1)
+    assert n[0] == pytest.approx(15.0) and np.isnan(n[1])

@@ -23,10 +23,23 @@ from attndyn.experiments.aim.recovery_scaling import log_d_band, twr_slope
 from attndyn.figures.draw import colour_cycle, new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
 
-MODELS = {"tied-h1": {"activation": "h1"}, "tied-h2": {"activation": "h2"}}
+MODELS: dict[str, dict[str, Any]] = {
+    "tied-h1": {"activation": "h1"},
+    "tied-h2": {"activation": "h2"},
+    # untied S = UVᵀ (P1 §4), square factors with N(0, 1/d) entries as in Fig. 3, balanced
+    "untied-h1": {
+        "activation": "h1",
+        "param": "untied",
+        "rho": 1.0,
+        "teacher_rho": 1.0,
+        "v_scale": 1.0,
+        "init_scale": 1.0,
+        "teacher_scale": 1.0,
+    },
+}
 """The models compared: the fields of ``base`` each one changes."""
 
-Model = Literal["tied-h1", "tied-h2"]
+Model = Literal["tied-h1", "tied-h2", "untied-h1"]
 
 
 class RateLimitConfig(ExperimentConfig):
@@ -48,9 +61,11 @@ class RateLimitConfig(ExperimentConfig):
         moment_degree=2,
         test_size=0,
     )
-    models: list[Model] = Field(["tied-h1", "tied-h2"], min_length=1, description="models run")
+    models: list[Model] = Field(
+        ["tied-h1", "tied-h2", "untied-h1"], min_length=1, description="models run"
+    )
     d: dict[str, list[int]] = Field(
-        {"tied-h1": [32, 45, 64, 91, 128], "tied-h2": [32, 45, 64]},
+        {"tied-h1": [32, 45, 64, 91, 128], "tied-h2": [32, 45, 64], "untied-h1": [32, 64, 128]},
         description="per model, the dimensions (increasing, at least 2)",
     )
     seeds: int = Field(16, ge=2, description="seeds of each grid run (the edges)")
@@ -58,6 +73,7 @@ class RateLimitConfig(ExperimentConfig):
     rates: dict[str, list[float]] = Field(
         {
             "tied-h1": [0.354, 0.5, 0.707, 1.0, 1.41, 2.0, 2.83],
+            "untied-h1": [0.354, 0.5, 0.707, 1.0, 1.41, 2.0, 2.83],
             "tied-h2": [
                 0.0055,
                 0.0078,
@@ -75,12 +91,12 @@ class RateLimitConfig(ExperimentConfig):
         "seed must be stable at the first and diverge at the last",
     )
     grid_exponent: dict[str, float] = Field(
-        {"tied-h1": 0.0, "tied-h2": 1.0},
+        {"tied-h1": 0.0, "tied-h2": 1.0, "untied-h1": 0.0},
         description="per model, γ: at d the grid is rates × (d/d₀)^γ (it only places the grid; "
         "that every seed's edge lies inside is a precondition)",
     )
     fixed_rate: dict[str, float] = Field(
-        {"tied-h1": 0.354, "tied-h2": 0.0078},
+        {"tied-h1": 0.354, "tied-h2": 0.0078, "untied-h1": 0.354},
         description="per model, the c of the fixed-rate run (t_wr at α_d = c/d at every d)",
     )
     twr_claims: list[Model] = Field(
@@ -126,22 +142,25 @@ class RateLimitConfig(ExperimentConfig):
 
 def _run_changes(config: RateLimitConfig, model: str, d: int, c: float) -> dict[str, Any]:
     """The fields of ``config.base`` one run changes (the `teacher-fades` control also scales
-    the teacher, as in aim-recovery-scaling)."""
+    the teacher, as in aim-recovery-scaling). An untied run's horizon is τ = t_max/4 on its own
+    axis τ = nα_d/d: the same number of samples as the tied t = 4nα_d/d = t_max."""
     changes: dict[str, Any] = dict(MODELS[model], d=d, lr=c)
+    if changes.get("param") == "untied":
+        changes["t_max"] = config.base.t_max / 4
     if config.teacher_fade:
         fade = float(np.sqrt(np.log(config.d[model][0]) / np.log(d)))
-        changes["teacher_scale"] = config.base.teacher_scale * fade
+        changes["teacher_scale"] = changes.get("teacher_scale", config.base.teacher_scale) * fade
     return changes
 
 
-def crossing_times(traj, threshold: float) -> np.ndarray:
-    """Per seed t_wr = 4N_wr α_d/d (|p_12| first reaches ``threshold``, Eq. 18) on the run's time
-    axis; NaN for a seed that diverged or never crossed."""
+def crossing_samples(traj, threshold: float) -> np.ndarray:
+    """Per seed N_wr: the samples at which the recovery signal first reaches ``threshold`` (tied
+    |p_12|, Eq. 18; untied max(|q⁽¹⁾_12|, |q⁽²⁾_12|), Eq. 41); NaN for a seed that diverged or
+    never crossed. At α_d = c/d, t_wr = 4N_wr α_d/d = 4N_wr c/d² for every model."""
     from attndyn.models.aim.theory.recovery import n_wr
 
-    per_sample = float(traj["time"].values[-1] / traj["samples"].values[-1])
-    t = np.asarray(n_wr(traj, threshold, kind="tied"), float) * per_sample
-    return np.where(traj["diverged"].values, np.nan, t)
+    n = np.asarray(n_wr(traj, threshold, kind="auto"), float)
+    return np.where(traj["diverged"].values, np.nan, n)
 
 
 def seed_brackets(rates: list[float], diverged: np.ndarray) -> tuple[np.ndarray, int]:
@@ -221,6 +240,14 @@ d-independent t_wr (N_wr ∝ d²) and t_wr ∝ log d (N_wr ∝ d² log d); contr
 ln d by construction). The exponents of the edge (β in edge ∝ d^β; k in α_max ∝ 1/(d (log d)^k))
 and of N_wr at `edge_fraction` × edge (κ in N_wr ∝ d^κ) are reported with their intervals and the
 residuals of the 1/d and 1/(d log d) laws: P1 states no largest stable rate, so there is no target.
+
+**Untied h1** (P1 §4, Cor. 4(i)): S = UVᵀ with square factors of N(0, 1/d) entries, balanced
+(v_scale = 1), teacher U*V*ᵀ likewise, horizon τ = nα_d/d = t_max/4 (the tied run's samples),
+signal max(|q⁽¹⁾₁₂|, |q⁽²⁾₁₂|) ≥ 0.1 (Eq. 41), t_wr = 4N_wr α_d/d as for tied. Reported, not
+claimed: at c = 0.354 its t_wr rose from 0.195 to 0.229 between d = 32 and 128 (slope 0.12 [0.06,
+0.18], seed offset 0, 2026-12-04), less than a log d (≈ 0.24) and fitted by t_∞ − a/d (t_∞ ≈
+0.239, a ≈ 1.4, residuals ≤ 0.002): the starting overlap, 0.040 at d = 32 and 0.011 at d =
+128 (medians), is a head start toward the threshold that shrinks with d.
 """
 
 
@@ -240,7 +267,11 @@ class AIMRateLimit(Experiment[RateLimitConfig]):
         },
         "small": {},
         "paper": {
-            "d": {"tied-h1": [64, 91, 128, 181, 256, 362, 512], "tied-h2": [32, 45, 64, 91, 128]},
+            "d": {
+                "tied-h1": [64, 91, 128, 181, 256, 362, 512],
+                "tied-h2": [32, 45, 64, 91, 128],
+                "untied-h1": [64, 128, 256, 512],
+            },
             "seeds": 32,
         },
     }
@@ -248,10 +279,13 @@ class AIMRateLimit(Experiment[RateLimitConfig]):
         "tiny": "tied h1 only, d = 32 and 128 (horizon t = 1: at 0.8, 2 of 64 seeds at d = 32 "
         "had not crossed at seed offset 1000; with d = 32, 91 the slope was −0.044 [−0.121, "
         "0.033], too near the band's −0.125).",
-        "small": "tied h1 at d = 32 … 128 and h2 at d = 32 … 64 on a √2 grid; h2's twr slope is "
-        "reported, not claimed (its edge at d = 32 is ≈ 0.01–0.04, so its fixed rate must be "
-        "≈ 0.008 and the steps ∝ d²/c make d ≥ 91 cost minutes per rate).",
-        "paper": "h1 at d = 64 … 512, h2 at d = 32 … 128, 32 seeds per grid rate.",
+        "small": "tied h1 at d = 32 … 128 and h2 at d = 32 … 64 on a √2 grid, untied h1 at d = "
+        "32, 64, 128; h2's and untied h1's twr slopes are reported, not claimed (h2's edge at d "
+        "= 32 is ≈ 0.01–0.04, so its fixed rate must be ≈ 0.008 and the steps ∝ d²/c make d ≥ "
+        "91 cost minutes per rate; untied h1's t_wr rises by 17 % from d = 32 to 128, see the "
+        "notes).",
+        "paper": "tied h1 at d = 64 … 512, h2 at d = 32 … 128, untied h1 at 64 … 512, 32 seeds "
+        "per grid rate.",
     }
     controls = {
         "teacher-fades": Control(
@@ -401,7 +435,8 @@ def _measure_model(config: RateLimitConfig, model: str, results: dict[str, Any])
         r["diverged"].append([int(row.sum()) for row in div])
         stable = [c for c, row in zip(rates, div, strict=True) if not row.any()]
         r["all_stable"].append(stable[-1] if stable else float("nan"))
-        t = crossing_times(results["fixed"][(model, d)], config.threshold)
+        c_fixed = config.fixed_rate[model]
+        t = crossing_samples(results["fixed"][(model, d)], config.threshold) * 4 * c_fixed / d**2
         twr_fixed.append(t)
         r["fixed_crossed"].append(int(np.isfinite(t).sum()))
         # N_wr at the largest grid rate ≤ edge_fraction × the all-stable edge (1 %: rounding)
@@ -409,8 +444,8 @@ def _measure_model(config: RateLimitConfig, model: str, results: dict[str, Any])
         c_read = below[-1] if below else float("nan")
         r["nwr_rate"].append(c_read)
         n = np.full(config.seeds, np.nan)
-        if below:  # t = 4nα_d/d with α_d = c/d
-            n = crossing_times(sims[(model, d, c_read)], config.threshold) * d**2 / (4 * c_read)
+        if below:
+            n = crossing_samples(sims[(model, d, c_read)], config.threshold)
         n_edge.append(n)
     r["edge_exponent"] = jackknife_ci(log_edges, lambda *g: edge_exponent(ds, *g))
     r["edge_log_power"] = jackknife_ci(log_edges, lambda *g: edge_log_power(ds, *g))

@@ -107,8 +107,9 @@ class AIMUntiedEscape(EscapeMixin, Experiment):
     preset_notes = {
         "tiny": "h1 and centred h2 at d = 16, 32, 20 seeds: the claims only, no h3.",
         "small": "d = 24, 32, 45 (h3 at 32, 45 only), 20 seeds (h1 160), seven cases (h3 in "
-        "equal balance only). 946 s wall on two cores shared with another job (load ≈ 5), "
-        "over the 10-minute aim; the h3 runs at d = 45 are most of it.",
+        "equal balance only). Passed at seed offsets 0, 1000, 2000; 252 and 301 s wall at "
+        "offsets 2000 and 1000 with another job beside it (2026-12-04), 946 s at offset 0 "
+        "under a load of 5 (2026-12-03); the h3 runs at d = 45 are most of it.",
         "paper": "d = 64 … 256 on a √2 grid; cost ∝ d⁴ log d per unit τ, hours on two cores "
         "(dry-run estimate).",
     }
