@@ -168,18 +168,27 @@ def median_or_horizon(times: np.ndarray, horizon: float) -> float:
     return m if np.isfinite(m) or not np.all(np.isfinite(times)) else float(horizon)
 
 
+def median_ratios(groups, h_num: Sequence[float], h_den: Sequence[float]) -> np.ndarray:
+    """Per d, median(numerator)/median(denominator), the groups being the k numerator groups
+    (one per d) then the k denominator groups: a censored numerator median counts as its
+    horizon, a censored denominator median gives NaN."""
+    k = len(h_num)
+    return np.array(
+        [
+            median_or_horizon(groups[i], h_num[i]) / km_median(groups[k + i], h_den[i])
+            for i in range(k)
+        ]
+    )
+
+
 def ratio_statistic(h_num: Sequence[float], h_den: Sequence[float]):
     """min over d of median(numerator at d)/median(denominator at d); the groups are the k
     numerator groups (one per d) then the k denominator groups. A censored numerator median
     counts as its horizon (so the ratio is a lower bound there); a censored denominator median
     gives NaN."""
-    k = len(h_num)
 
     def statistic(*groups) -> float:
-        r = [
-            median_or_horizon(groups[i], h_num[i]) / km_median(groups[k + i], h_den[i])
-            for i in range(k)
-        ]
+        r = median_ratios(groups, h_num, h_den)
         return float(np.min(r)) if np.all(np.isfinite(r)) else float("nan")
 
     return statistic
@@ -190,14 +199,10 @@ def growth_statistic(ds: Sequence[float], h_num: Sequence[float], h_den: Sequenc
     median denominator), the groups ordered as in :func:`ratio_statistic`. A censored numerator
     median counts as its horizon; a censored denominator median gives NaN. (With the numerator
     censored only at the largest d the slope is then a lower bound.)"""
-    k = len(h_num)
     x = np.log(np.asarray(ds, float))
 
     def statistic(*groups) -> float:
-        r = [
-            median_or_horizon(groups[i], h_num[i]) / km_median(groups[k + i], h_den[i])
-            for i in range(k)
-        ]
+        r = median_ratios(groups, h_num, h_den)
         return float(np.polyfit(x, np.log(r), 1)[0]) if np.all(np.isfinite(r)) else float("nan")
 
     return statistic
@@ -293,20 +298,26 @@ class EscapeMixin:
         ratios: dict[str, Interval] = {}
         growth: dict[str, Interval] = {}
         for act, case in self.ratio_cases(config).items():
-            valid = not (diverged[case] or diverged[ref])
-            nan = Interval(math.nan, math.nan, math.nan, config.seeds)
             ds_c = self.case_ds(config, case)
             common = [d for d in config.d if d in ds_c]
-            for out, statistic, ds in (
-                (ratios, ratio_statistic, [d for d in common if d >= config.ratio_from]),
-                (growth, lambda hn, hd, ds=common: growth_statistic(ds, hn, hd), common),
-            ):
+
+            def paired(ds: list[int], case=case, ds_c=ds_c):
+                """The case's groups then the reference's at ``ds``, and their horizons."""
                 groups = [times[case][ds_c.index(d)] for d in ds]
                 groups += [times[ref][config.d.index(d)] for d in ds]
                 h_num = [horizons[case][ds_c.index(d)] for d in ds]
-                h_den = [horizons[ref][config.d.index(d)] for d in ds]
-                ok = valid and len(ds) >= (2 if out is growth else 1)
-                out[act] = groups_interval(groups, statistic(h_num, h_den)) if ok else nan
+                return groups, h_num, [horizons[ref][config.d.index(d)] for d in ds]
+
+            nan = Interval(math.nan, math.nan, math.nan, config.seeds)
+            valid = not (diverged[case] or diverged[ref])
+            groups, h_num, h_den = paired([d for d in common if d >= config.ratio_from])
+            ratios[act] = groups_interval(groups, ratio_statistic(h_num, h_den)) if valid else nan
+            groups, h_num, h_den = paired(common)
+            growth[act] = (
+                groups_interval(groups, growth_statistic(common, h_num, h_den))
+                if valid and len(common) >= 2
+                else nan
+            )
         return {
             "times": times,
             "horizons": horizons,
