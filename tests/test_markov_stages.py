@@ -17,7 +17,13 @@ from attndyn.experiments.markov.stages import (
 )
 from attndyn.models import markov
 from attndyn.models.markov.snapshots import snapshots, stage1_mode
-from attndyn.models.markov.stages import EDGE, detect_stages, legs, stages_of
+from attndyn.models.markov.stages import (
+    EDGE,
+    detect_stages,
+    legs,
+    rank_signal,
+    stages_of,
+)
 
 T = np.geomspace(0.1, 1e4, 801)
 W = 0.15  # logistic width in log t
@@ -31,6 +37,26 @@ def _step(t0: float) -> np.ndarray:
 def _edge(t0: float, rising_to: float) -> float:
     """Time at which _step(t0) reaches ``rising_to`` (exact inverse)."""
     return float(t0 * np.exp(W * np.log(rising_to / (1.0 - rising_to))))
+
+
+def test_rank_signals_on_a_condensed_matrix_with_an_untrained_bulk():
+    """σ = (1, .03, .03, .03): the paper-init W₀ after Stage I. The count and the stable rank say
+    rank one; the entropy rank counts the bulk (exp H(p) = 1.46 for p ∝ σ)."""
+    sv = np.array([1.0, 0.03, 0.03, 0.03])
+    p = sv / sv.sum()
+    obs = {
+        "sv_ratio_W0": np.array([0.03, 0.5]),
+        "sv_ratio3_W0": np.array([0.03, 0.25]),
+        "sv_ratio4_W0": np.array([0.03, 0.03]),
+        "stable_rank_W0": np.array([1.0027, 1.3134]),
+        "erank_W0": np.array([np.exp(-np.sum(p * np.log(p))), 2.2]),
+    }
+    np.testing.assert_array_equal(rank_signal(obs, "count", 0.2), [1.0, 3.0])
+    np.testing.assert_array_equal(rank_signal(obs, "count", 0.3), [1.0, 2.0])
+    assert rank_signal(obs, "stable")[0] == pytest.approx(1 + 3 * 0.03**2, abs=1e-4)
+    assert rank_signal(obs, "erank")[0] == pytest.approx(1.46, abs=0.01)
+    with pytest.raises(ValueError, match="rank signal must be one of count, stable, erank"):
+        rank_signal(obs, "entropy")
 
 
 def test_legs_finds_the_zigzag_extrema():

@@ -18,6 +18,7 @@ from attndyn.claims.stats import mean_ci
 from attndyn.claims.verdict import Check
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.markov.config import MarkovConfig
+from attndyn.models.markov.stages import RANK_FRACTION
 
 NAME = "markov-stages"
 MAX_TOKENS = 8
@@ -54,7 +55,15 @@ class Config(ExperimentConfig):
     plateau_tol: float = Field(0.05, gt=0, description="relative tolerance of the plateau")
     align_target: float = Field(0.9, gt=0, le=1, description="cos_F(Φ, ππᵀ) at focus end")
     dilution_margin: float = Field(0.1, gt=0, description="fall of 𝔸_i0 after its peak")
-    rank_steps: int = Field(3, ge=1, le=8, description="effective-rank levels reached in order")
+    rank_steps: int = Field(3, ge=1, le=8, description="rank levels of W₀ reached in order")
+    rank_signal: Literal["count", "stable", "erank"] = Field(
+        "count",
+        description="W₀'s rank: count #{k: σ_k ≥ a σ₁} (a = rank_fraction), stable ‖W₀‖²_F/σ₁² "
+        "or erank exp H(σ/Σσ) (counts the untrained init bulk; the detector's first reading)",
+    )
+    rank_fraction: float = Field(
+        RANK_FRACTION, gt=0, le=1, description="count: a of #{k: σ_k ≥ a σ₁}"
+    )
     sigma1_theory: Literal["paper", "norm-squared", "time-x2"] = Field(
         "paper",
         description="negative controls: σ₁ as ‖π‖² or 2‖π‖‖π − 𝟙/d‖ (wrong Stage-I theories)",
@@ -165,9 +174,9 @@ def _mean(values) -> float:
     return float(v.mean()) if v.size else float("nan")
 
 
-def rank_levels(erank: np.ndarray) -> int:
-    """Levels 1, 2, … of round(erank) reached in this order (0 if never ≈ 1)."""
-    r = np.asarray(erank, dtype=np.float64)
+def rank_levels(rank: np.ndarray) -> int:
+    """Levels 1, 2, … of round(rank) reached in this order (0 if never ≈ 1)."""
+    r = np.asarray(rank, dtype=np.float64)
     ones = np.flatnonzero(r < 1.5)
     if not len(ones):
         return 0
@@ -181,15 +190,17 @@ def rank_levels(erank: np.ndarray) -> int:
 
 def seed_stats(config: Config, t: np.ndarray, pi: np.ndarray, one: dict) -> tuple[dict, list]:
     """One seed's statistics (the claims' per-seed values and their context) and its stages."""
-    from attndyn.models.markov.stages import detect_stages, stage_signals
+    from attndyn.models.markov.stages import detect_stages, rank_label, rank_signal, stage_signals
 
     track = tuple(range(len(pi)))
     top = int(np.argmax(pi))
     rate, drift, ta, tb = stage1(t, one["stage1_mode"], one["wqk_drift"], config.top)
-    found = detect_stages(t, one["erank_W0"], *stage_signals(one, pi, track))
-    # condensation after the Stage-I window: the loss's steepest fall (in log t) before the first
-    # focus stage; the detector's erank ≤ 1.15 is not used, since at ε = 1/m the frozen init bulk
-    # of W₀ keeps erank ≥ 1.5 (docs/claims/markov-stages.md, "Presets")
+    rank = rank_signal(one, config.rank_signal, config.rank_fraction)
+    label = rank_label(config.rank_signal, config.rank_fraction)
+    found = detect_stages(t, rank, *stage_signals(one, pi, track), label=label)
+    # the plateau after the Stage-I window: the loss's steepest fall (in log t) before the first
+    # focus stage, not the detector's condensation (under `rank_signal = erank` the frozen init
+    # bulk of W₀ keeps erank ≥ 1.5 at ε = 1/m, so that stage never fires there)
     focus = [st for st in found if st.name == "focus" and st.end > tb]
     plateau, t_plat = plateau_after_drop(t, one["loss_gap"], tb, focus)
     align, f_end, align_late = np.nan, np.nan, np.nan
@@ -217,8 +228,10 @@ def seed_stats(config: Config, t: np.ndarray, pi: np.ndarray, one: dict) -> tupl
         "focus_end": f_end,
         "dilution": min((float(a[0] - np.nanmin(a)) for a in after_peak), default=np.nan),
         "below_pi": min((float(pi[top] - np.nanmin(a)) for a in after_peak), default=np.nan),
-        "levels": float(rank_levels(one["erank_W0"])),
+        "levels": float(rank_levels(rank)),
         "erank_min": float(np.nanmin(one["erank_W0"])),
+        "stable_rank_min": float(np.nanmin(one["stable_rank_W0"])),
+        "sv_ratio_min": float(np.nanmin(one["sv_ratio_W0"])),
     }
     return row, [st.as_dict() for st in found]
 
@@ -341,12 +354,17 @@ class MarkovStages(Experiment):
         ),
         claim(
             "rank-steps",
-            "the cycle repeats: the effective rank of W₀ rises in steps 1 → 2 → 3",
-            statistic="per seed, the number of levels 1, 2, 3, … of round(erank W₀) reached in "
-            "this order (0 if W₀ never condenses to ≈ 1); seed mean, Student-t 95 % CI",
+            "the cycle repeats: the rank of W₀ rises in steps 1 → 2 → 3",
+            statistic="per seed, the number of levels 1, 2, 3, … of W₀'s rank (`rank_signal`: "
+            "by default #{k: σ_k ≥ a σ₁}, a = `rank_fraction` = 0.2, so directions the flow has "
+            "not trained are not counted; the other signals are read to the nearest integer) "
+            "reached in this order (0 if W₀ never condenses to rank 1); seed mean, Student-t "
+            "95 % CI",
             target=at_least("rank_steps"),
             reason="Section 3.4 / Thm 3.9: after dilution a new embedding direction opens and "
-            "the cycle repeats (d = 4); levels are read to the nearest integer",
+            "the cycle repeats (d = 4). A new direction counts once its singular value reaches "
+            "a = 0.2 of the leading one: 5× the untrained bulk at the paper's init (σ_k/σ₁ ≈ "
+            "0.03–0.04 once condensed) and below the 0.7–0.9 a restarted direction reaches",
             controls=("uniform-pi", "large-init"),
         ),
     )
@@ -390,8 +408,9 @@ class MarkovStages(Experiment):
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
         sim = variant(config.base)
-        # ":2": the runs record stage1_mode (runs stored without it are not reused)
-        traj = ctx.compute(f"{NAME}:snapshots:2", sim, lambda: run_trajectory(sim))
+        # ":3": the runs record stage1_mode and W₀'s σ_k/σ₁ (runs stored without them are not
+        # reused)
+        traj = ctx.compute(f"{NAME}:snapshots:3", sim, lambda: run_trajectory(sim))
         return {"traj": traj, "sim": sim}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
@@ -454,7 +473,10 @@ class MarkovStages(Experiment):
                 detail=f"it ends {_mean(per['below_pi']):.3f} below π_top (seed mean)",
             ),
             "rank-steps": Evidence(
-                m["levels_ci"], detail=f"min erank {_mean(per['erank_min']):.3f} (seed mean)"
+                m["levels_ci"],
+                detail=f"{config.rank_signal} rank; minima (seed means): erank "
+                f"{_mean(per['erank_min']):.3f}, stable rank {_mean(per['stable_rank_min']):.3f}, "
+                f"σ₂/σ₁ {_mean(per['sv_ratio_min']):.3f}",
             ),
         }
 

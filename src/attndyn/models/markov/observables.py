@@ -9,13 +9,21 @@ and bigram P̂ — evaluated in the population limit of Prop. 2.3:
 - ``erank_W0``, ``erank_W1``, ``erank_WQK``: entropy effective rank exp(H(σ/Σσ)) (Roy & Vetterli
   2007) — 1 for a rank-one matrix, r for r equal singular values;
 - ``sv_ratio_W0`` σ₂(W₀)/σ₁(W₀): the size of W₀ off its rank-one manifold (Thm 3.9's
-  transverse direction, experiments/markov/symmetry.py);
+  transverse direction, experiments/markov/symmetry.py), and ``sv_ratio{k}_W0`` = σ_k/σ₁ for
+  k = 3 … min(d, m, :data:`MAX_SV`): with σ₂/σ₁ they give W₀'s rank at any threshold a,
+  #{k: σ_k ≥ a σ₁} (:func:`attndyn.models.markov.stages.rank_count`), which unlike the entropy
+  rank does not count directions the flow has not trained (docs/markov.md, "Observables");
+- ``stable_rank_W0`` ‖W₀‖²_F/σ₁²: 1 + Σ_{k≥2}(σ_k/σ₁)², ≈ 1 when the untrained bulk is small
+  against σ₁ whatever its dimension;
 - ``gradM_sv1``: the top singular value of G = ∂L/∂M = 𝔸ᵀ diag(π)(ℙ − P) (Prop. 2.3), the
   growth rate of a perturbation off the rank-one manifold (docs/markov.md, "Symmetry and
   restart");
-- for tracked tokens i, j: ``attn_i_j`` = 𝔸_ij, ``entropy_i`` = H(𝔸_i) (nats), ``norm_i`` =
-  ‖W₀[i]‖, ``gamma_i`` = (W₀ v₁)_i with v₁ W₀'s top right singular vector (sign: Σπ_iγ_i ≥ 0),
-  ``cos_i_j`` the cosine of rows i and j of W₀ (Appendix E.2's condensation heatmap);
+- for tracked tokens i, j: ``loss_gap_i`` = KL(P_i ‖ ℙ_i), the excess loss of query group S_i
+  (Appendix E.1 groups sequences by X[−2] = i; Fig. 2A's per-group loss curves; Σ_i π_i
+  ``loss_gap_i`` = ``loss_gap`` over all i), ``attn_i_j`` = 𝔸_ij, ``entropy_i`` = H(𝔸_i)
+  (nats), ``norm_i`` = ‖W₀[i]‖, ``gamma_i`` = (W₀ v₁)_i with v₁ W₀'s top right singular
+  vector (sign: Σπ_iγ_i ≥ 0), ``cos_i_j`` the cosine of rows i and j of W₀ (Appendix E.2's
+  condensation heatmap);
 - ``entropy_mean`` Σ_i π_i H(𝔸_i);
 - ``align_pi`` |cos(u₁, π)|, u₁ W₀'s top left singular vector (Stage I: W₀ → (π/‖π‖)α₁ᵀ);
   ``align_phi`` cos_F(Φ, ππᵀ) (Stage II: Φ/‖Φ‖ → ππᵀ/‖π‖²);
@@ -95,7 +103,11 @@ def observe(
     out["gradM_sv1"] = singular_values(grad_m)[0]
     u, sv, vt = thin_svd(W0)
     second = sv[1] if sv.shape[0] > 1 else jnp.zeros((), sv.dtype)  # m = 1: rank one always
-    out["sv_ratio_W0"] = second / jnp.maximum(sv[0], jnp.finfo(sv.dtype).tiny)
+    top = jnp.maximum(sv[0], jnp.finfo(sv.dtype).tiny)
+    out["sv_ratio_W0"] = second / top
+    for k in range(3, min(sv.shape[0], MAX_SV) + 1):
+        out[f"sv_ratio{k}_W0"] = sv[k - 1] / top
+    out["stable_rank_W0"] = jnp.sum(sv**2) / top**2
     gamma = W0 @ vt[0]
     gamma = jnp.where(jnp.sum(pi * gamma) < 0, -gamma, gamma)
     out["align_pi"] = jnp.abs(_cos(u[:, 0], pi))
@@ -104,7 +116,9 @@ def observe(
     norms = jnp.linalg.norm(W0, axis=1)
     unit = W0 / jnp.maximum(norms, jnp.finfo(W0.dtype).tiny)[:, None]
     cos = unit @ unit.T
+    kl_rows = _kl_rows(P, logp)
     for i in track:
+        out[f"loss_gap_{i}"] = kl_rows[i]
         out[f"entropy_{i}"] = H[i]
         out[f"norm_{i}"] = norms[i]
         out[f"gamma_{i}"] = gamma[i]
@@ -114,6 +128,13 @@ def observe(
                 out[f"cos_{i}_{j}"] = cos[i, j]
     return out
 
+
+OBSERVABLES_VERSION = 2
+"""2: ``sv_ratio{k}_W0``, ``stable_rank_W0`` and ``loss_gap_i`` added (2026-12-04); stored runs
+without them are recomputed (:mod:`attndyn.models.base`)."""
+
+MAX_SV = 8
+"""Largest k whose σ_k/σ₁ is recorded (``sv_ratio{k}_W0``)."""
 
 SUMMARY = ("loss_gap", "erank_W0", "erank_WQK", "entropy_mean", "align_pi", "align_phi")
 """Observables ``attndyn simulate markov`` prints at the final time."""
@@ -127,6 +148,8 @@ LABELS = {
     "erank_W1": "effective rank of W₁",
     "erank_WQK": "effective rank of W_QK",
     "sv_ratio_W0": "σ₂(W₀)/σ₁(W₀)",
+    "stable_rank_W0": "stable rank ‖W₀‖²_F/σ₁²",
+    **{f"sv_ratio{k}_W0": f"σ_{k}(W₀)/σ₁(W₀)" for k in range(3, MAX_SV + 1)},
     "gradM_sv1": "σ₁(∂L/∂M)",
     "entropy_mean": "mean attention entropy Σπ_i H(𝔸_i) (nats)",
     "align_pi": "|cos(u₁, π)|",

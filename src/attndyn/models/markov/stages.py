@@ -7,9 +7,9 @@ arXiv 2605.01199 (abstract, Section 3) describes one focus–dilution cycle as
 4. restart — a new embedding direction opens: the rank of W₀ rises (Thm 3.9),
 and the cycle repeats. The detector reads each stage off one signal (docs/markov.md, "Stages"):
 
-- ``condensation``: the effective rank of W₀ falling from its initial value to ≤ 1 + ``rank_tol``;
-- ``restart``: after condensation, the first upward crossing of each level k + 1/2 (k ≥ 1) by the
-  effective rank r of W₀,
+- ``condensation``: a rank signal r(t) of W₀ (:func:`rank_signal`) falling from its initial value
+  to ≤ 1 + ``rank_tol``;
+- ``restart``: after condensation, the first upward crossing of each level k + 1/2 (k ≥ 1) by r,
   from the last time r ≤ k + ``rank_tol`` to the first time r ≥ k + 1 − ``rank_tol`` (or the next
   crossing, or the end);
 - ``focus``: every rise of F(t) = Σ_i π_i 𝔸_{i,top} (the π-weighted attention on the most frequent
@@ -31,6 +31,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 STAGE_NAMES = ("condensation", "focus", "dilution", "restart")
+RANK_SIGNALS = ("count", "stable", "erank")
+"""W₀'s rank signals (:func:`rank_signal`)."""
+RANK_FRACTION = 0.2
+"""Default a of the ``count`` rank #{k: σ_k ≥ a σ₁}: five times the untrained bulk's σ_k/σ₁ at
+the paper's init (≈ 0.03–0.04 at m = 256, ε = 1/m, once σ₁ has grown: docs/markov.md,
+"Stages") and below the σ₂/σ₁ ≈ 0.7–0.9 of a restarted direction."""
 EDGE = 0.05
 """Fraction of a leg's amplitude that marks its departure and arrival."""
 
@@ -95,6 +101,48 @@ def _span(time: np.ndarray, v: np.ndarray, i: int, j: int) -> tuple[float, float
     return float(time[start]), float(time[end])
 
 
+def sv_ratios(obs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """σ_k(W₀)/σ₁(W₀) for k = 2, 3, … as recorded (``sv_ratio_W0``, ``sv_ratio{k}_W0``),
+    shape (K − 1, T)."""
+    rows = [np.asarray(obs["sv_ratio_W0"], np.float64)]
+    k = 3
+    while f"sv_ratio{k}_W0" in obs:
+        rows.append(np.asarray(obs[f"sv_ratio{k}_W0"], np.float64))
+        k += 1
+    return np.stack(rows)
+
+
+def rank_signal(
+    obs: Mapping[str, np.ndarray], kind: str = "count", fraction: float = RANK_FRACTION
+) -> np.ndarray:
+    """W₀'s rank r(t) as ``kind`` reads it:
+
+    - ``count``: #{k: σ_k ≥ a σ₁}, a = ``fraction`` — a direction counts once it has grown to a
+      fraction a of the leading one, so the untrained init bulk (σ_k/σ₁ ≪ a) is not counted;
+    - ``stable``: ‖W₀‖²_F/σ₁² = 1 + Σ_{k≥2}(σ_k/σ₁)²: a direction at ratio ρ adds ρ², a bulk
+      of n directions at ratio ε adds nε²;
+    - ``erank``: the entropy effective rank exp(H(σ/Σσ)) (counts the bulk: 1.5 at σ = (1, .03,
+      .03, .03))."""
+    if kind == "count":
+        if not 0 < fraction <= 1:
+            raise ValueError(f"rank fraction a must be in (0, 1] (got {fraction})")
+        ratios = sv_ratios(obs)
+        count = 1.0 + np.sum(ratios >= fraction, axis=0)
+        return np.where(np.isfinite(ratios).all(axis=0), count, np.nan)
+    if kind == "stable":
+        return np.asarray(obs["stable_rank_W0"], np.float64)
+    if kind == "erank":
+        return np.asarray(obs["erank_W0"], np.float64)
+    raise ValueError(f"rank signal must be one of {', '.join(RANK_SIGNALS)} (got {kind!r})")
+
+
+def rank_label(kind: str = "count", fraction: float = RANK_FRACTION) -> str:
+    """How a :func:`rank_signal` is written in a stage's ``signal``."""
+    return {"count": f"#(σ_k >= {fraction:g} σ_1)", "stable": "stable rank W0"}.get(
+        kind, "erank_W0"
+    )
+
+
 def detect_stages(
     time: np.ndarray,
     erank: np.ndarray,
@@ -103,8 +151,10 @@ def detect_stages(
     *,
     rank_tol: float = 0.15,
     min_swing: float = 0.05,
+    label: str = "erank_W0",
 ) -> list[Stage]:
-    """Stages from the effective rank of W₀, F(t) and D(t) (module docstring), sorted by start."""
+    """Stages from a rank signal of W₀ (``erank``: :func:`rank_signal`, named ``label`` in the
+    stages), F(t) and D(t) (module docstring), sorted by start."""
     time = np.asarray(time, dtype=np.float64)
     erank = np.asarray(erank, dtype=np.float64)
     out: list[Stage] = []
@@ -118,12 +168,12 @@ def detect_stages(
                 "condensation",
                 float(time[i]),
                 float(time[j]),
-                f"erank_W0 <= {1 + rank_tol:g}",
+                f"{label} <= {1 + rank_tol:g}",
                 float(erank[0]),
                 float(erank[j]),
             )
         )
-    out.extend(_restarts(time, erank, rank_tol))
+    out.extend(_restarts(time, erank, rank_tol, label))
     for name, series, sign, thr, label in (
         ("focus", np.asarray(focus, np.float64), +1, min_swing, "attention on top token rise"),
         (
@@ -142,7 +192,7 @@ def detect_stages(
     return sorted(out, key=lambda s: (s.start, STAGE_NAMES.index(s.name)))
 
 
-def _restarts(time: np.ndarray, erank: np.ndarray, rank_tol: float) -> list[Stage]:
+def _restarts(time: np.ndarray, erank: np.ndarray, rank_tol: float, label: str) -> list[Stage]:
     """Rank rises through k + 1/2 (see the module docstring)."""
     out: list[Stage] = []
     n = len(erank)
@@ -168,7 +218,7 @@ def _restarts(time: np.ndarray, erank: np.ndarray, rank_tol: float) -> list[Stag
                 "restart",
                 float(time[i]),
                 float(time[j]),
-                f"erank_W0 through {k + 0.5:g}",
+                f"{label} through {k + 0.5:g}",
                 float(erank[i]),
                 float(erank[j]),
             )
@@ -193,10 +243,19 @@ def stage_signals(
 
 
 def stages_of(
-    traj, pi: np.ndarray, track: tuple[int, ...], seed_index: int = 0, **kw
+    traj,
+    pi: np.ndarray,
+    track: tuple[int, ...],
+    seed_index: int = 0,
+    rank: str = "count",
+    fraction: float = RANK_FRACTION,
+    **kw,
 ) -> list[Stage]:
-    """:func:`detect_stages` on one seed of a markov Trajectory."""
+    """:func:`detect_stages` on one seed of a markov Trajectory, W₀'s rank read by ``rank``
+    (:func:`rank_signal`)."""
     one = traj.isel(seed=seed_index) if "seed" in traj.dims else traj
     obs = {k: one[k].values for k in one.data_vars}
     f, d = stage_signals(obs, pi, track)
-    return detect_stages(one["time"].values, obs["erank_W0"], f, d, **kw)
+    r = rank_signal(obs, rank, fraction)
+    label = rank_label(rank, fraction)
+    return detect_stages(one["time"].values, r, f, d, label=label, **kw)
