@@ -61,6 +61,25 @@ def test_rerun_skips_existing_and_force_recomputes(stored):
     np.testing.assert_allclose(forced["q_12"].values, traj["q_12"].values, rtol=1e-6)
 
 
+def test_a_run_recorded_by_older_observables_is_recomputed(tmp_path, monkeypatch):
+    """Run ids hash the config, not the code: a stored run whose ``observables_version`` is not
+    the family's OBSERVABLES_VERSION (models/base.py) is computed again, then reused."""
+    from attndyn.models import get_family
+
+    config = make_config("markov", dict(m=4, t_max=2.0, lr=0.1, records=3, seeds=1))
+    traj, reused = run_config("markov", config, Store(tmp_path))
+    family = get_family("markov")
+    assert not reused and traj.attrs["observables_version"] == family.OBSERVABLES_VERSION
+    assert run_config("markov", config, Store(tmp_path))[1]  # same version: reused
+    monkeypatch.setattr(family, "OBSERVABLES_VERSION", family.OBSERVABLES_VERSION + 1)
+    monkeypatch.setattr(
+        "attndyn.models.markov.simulation.OBSERVABLES_VERSION", family.OBSERVABLES_VERSION
+    )
+    again, reused = run_config("markov", config, Store(tmp_path))
+    assert not reused and again.attrs["observables_version"] == family.OBSERVABLES_VERSION
+    assert run_config("markov", config, Store(tmp_path))[1]
+
+
 def test_python_api_results_and_simulate_with_out(stored, tmp_path):
     root, config, _, _ = stored
     res = attndyn.results(root)

@@ -24,6 +24,10 @@ A family is a module (or any object) registered in the ``attndyn.families`` entr
   paper's symbols, e.g. ``"p_12": "structural overlap p₁₂ = q₁₂ − t₁t₂"``; ``TIME_LABEL``
   (optional): the label of ``time``, e.g. ``"t = 4nα_d/d"``. :func:`attndyn.plot` uses them and
   the raw name where a label is absent.
+- ``OBSERVABLES_VERSION`` (optional): a positive integer, raised when the observables the
+  family records change; ``simulate`` writes it to the Trajectory's ``attrs``, and a stored run
+  recorded under another version (or none, read as 1) is recomputed when read back through
+  :func:`attndyn.runs.simulation`, since run ids hash the config, not the code. Default 1.
 - ``time_axes(config, steps)`` (optional): the record steps → ``{"time": ..., other axes}``
   (the ``times`` of :func:`attndyn.core.simulate.simulate_problem`); default ``time`` = step.
   The dry run lays its placeholders on it.
@@ -84,6 +88,7 @@ OPTIONAL: dict[str, Any] = {
     "OVERFLOW": DEFAULT_OVERFLOW,
     "LABELS": {},
     "TIME_LABEL": "time",
+    "OBSERVABLES_VERSION": 1,
     "time_axes": default_time_axes,
 }
 """The optional attributes of :class:`Family` and their defaults, which
@@ -102,6 +107,7 @@ class Family(Protocol):
     NAME: str
     Config: type[SimulationConfig]
     SUMMARY: Sequence[str]
+    OBSERVABLES_VERSION: int
 
     def simulate(self, config: Any, seeds: Sequence[int] | None = None) -> xr.Dataset: ...
 
@@ -138,6 +144,9 @@ def check_family(obj: Any, name: str) -> None:
         isinstance(k, str) and isinstance(v, str) and v for k, v in labels.items()
     ):
         raise TypeError(f"family '{name}': LABELS must map names to non-empty strings")
+    version = getattr(obj, "OBSERVABLES_VERSION", OPTIONAL["OBSERVABLES_VERSION"])
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise TypeError(f"family '{name}': OBSERVABLES_VERSION must be an integer >= 1")
     if not isinstance(getattr(obj, "TIME_LABEL", OPTIONAL["TIME_LABEL"]), str):
         raise TypeError(f"family '{name}': TIME_LABEL must be a string")
     if not callable(getattr(obj, "time_axes", OPTIONAL["time_axes"])):

@@ -123,12 +123,19 @@ def simulation(
 ) -> tuple[xr.Dataset, bool]:
     """The family's simulation of ``config``, stored and reused (:func:`load_or_compute`).
 
+    A stored run whose ``observables_version`` attribute differs from the family's
+    ``OBSERVABLES_VERSION`` (:mod:`attndyn.models.base`) is recomputed and overwritten.
+
     Returns:
         (Trajectory with dims ``(seed, time)``, read_back); the Trajectory is described under
         :func:`attndyn.api.simulate`.
     """
     module = get_family(family)
-    traj, read_back = load_or_compute(family, config, lambda: module.simulate(config), store, force)
+    compute = lambda: module.simulate(config)  # noqa: E731
+    traj, read_back = load_or_compute(family, config, compute, store, force)
+    if read_back and traj.attrs.get("observables_version", 1) != module.OBSERVABLES_VERSION:
+        # recorded by an older version of the family's observables: compute it again
+        traj, read_back = load_or_compute(family, config, compute, store, force=True)
     note = all_diverged(traj)
     if note:
         print(note, file=sys.stderr)

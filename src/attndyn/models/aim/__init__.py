@@ -22,6 +22,9 @@ from attndyn.models.aim.observables import LABELS, OVERFLOW, SUMMARY
 from attndyn.models.aim.simulation import TIME_LABEL, build, simulate, student_side, time_axes
 from attndyn.models.base import CONTRACT
 
+OBSERVABLES_VERSION = 1
+"""The version of the recorded observables (:mod:`attndyn.models.base`)."""
+
 THEORY = "attndyn.models.aim.theory"
 """The theory module (:mod:`attndyn.models.aim.theory`)."""
 

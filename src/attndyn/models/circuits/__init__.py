@@ -20,6 +20,9 @@ from attndyn.models.circuits.data import test_set
 from attndyn.models.circuits.observables import LABELS, OVERFLOW, SUMMARY
 from attndyn.models.circuits.simulation import TIME_LABEL, build, simulate, time_axes
 
+OBSERVABLES_VERSION = 1
+"""The version of the recorded observables (:mod:`attndyn.models.base`)."""
+
 THEORY = "attndyn.models.circuits.theory"
 """The theory module (:mod:`attndyn.models.circuits.theory`)."""
 

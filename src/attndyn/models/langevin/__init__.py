@@ -38,6 +38,9 @@ from attndyn.models.langevin.model import (
 from attndyn.models.langevin.observables import LABELS, OVERFLOW, SUMMARY, observe
 from attndyn.models.langevin.simulation import TIME_LABEL, build, simulate, time_axes
 
+OBSERVABLES_VERSION = 1
+"""The version of the recorded observables (:mod:`attndyn.models.base`)."""
+
 THEORY = "attndyn.models.langevin.theory"
 """The theory module (:mod:`attndyn.models.langevin.theory`)."""
 

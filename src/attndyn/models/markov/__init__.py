@@ -19,7 +19,13 @@ from attndyn.models.markov.bench import BENCHMARKS
 from attndyn.models.markov.config import EXAMPLE, NAME, MarkovConfig
 from attndyn.models.markov.config import MarkovConfig as Config
 from attndyn.models.markov.data import PAPER_PI, DataLaw, data_law
-from attndyn.models.markov.observables import LABELS, OVERFLOW, SUMMARY, tracked_tokens
+from attndyn.models.markov.observables import (
+    LABELS,
+    OBSERVABLES_VERSION,
+    OVERFLOW,
+    SUMMARY,
+    tracked_tokens,
+)
 from attndyn.models.markov.simulation import (
     FROZEN,
     TIME_LABEL,

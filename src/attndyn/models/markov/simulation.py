@@ -24,7 +24,7 @@ from attndyn.core.updates import optimizer as update_rule
 from attndyn.models.markov import data, model, observables
 from attndyn.models.markov.config import NAME, MarkovConfig
 from attndyn.models.markov.data import DataLaw
-from attndyn.models.markov.observables import OVERFLOW, tracked_tokens
+from attndyn.models.markov.observables import OBSERVABLES_VERSION, OVERFLOW, tracked_tokens
 
 TIME_LABEL = "flow time t = lr·k"
 """Axis label of ``time``."""
@@ -63,6 +63,8 @@ def build(config: MarkovConfig, law: DataLaw | None = None) -> Problem:
         if config.data == "text":
             starts = jax.random.randint(key, (config.batch,), 0, tokens.shape[0] - s)
             return jax.vmap(lambda a: jax.lax.dynamic_slice(tokens, (a,), (s + 1,)))(starts)
+        if config.data == "fixed" and config.batch == config.n_sequences:
+            return jnp.arange(config.n_sequences)  # the whole set: one step is one epoch
         if config.data == "fixed":
             return jax.random.randint(key, (config.batch,), 0, config.n_sequences)
         return key  # population: nothing is sampled
@@ -174,4 +176,5 @@ def simulate(config: MarkovConfig, seeds=None):
         config=canonical(config),
     )
     traj.attrs["devices"] = result.devices  # seeds sharded over (attndyn.core.devices)
+    traj.attrs["observables_version"] = OBSERVABLES_VERSION
     return traj

@@ -28,6 +28,9 @@ from attndyn.models.query.simulation import (
     token_spec,
 )
 
+OBSERVABLES_VERSION = 1
+"""The version of the recorded observables (:mod:`attndyn.models.base`)."""
+
 THEORY = "attndyn.models.query.theory"
 """The theory module (:mod:`attndyn.models.query.theory`)."""
 
