@@ -73,3 +73,40 @@ def test_gradM_observable_is_the_autodiff_gradient():
     assert float(obs["gradM_sv1"]) == pytest.approx(expected, rel=1e-4)
     s = np.linalg.svd(np.asarray(params["W0"]), compute_uv=False)
     assert float(obs["sv_ratio_W0"]) == pytest.approx(s[1] / s[0], rel=1e-4)
+    for k in (3, 4):  # d = 4 singular values: σ₃/σ₁, σ₄/σ₁ recorded, no σ₅
+        assert float(obs[f"sv_ratio{k}_W0"]) == pytest.approx(s[k - 1] / s[0], rel=1e-4)
+    assert "sv_ratio5_W0" not in obs
+    assert float(obs["stable_rank_W0"]) == pytest.approx(np.sum(s**2) / s[0] ** 2, rel=1e-4)
+
+
+@pytest.mark.parametrize("pi1, lam, unstable", [(0.6, 0.5, False), (0.7, 0.8, True)])
+def test_stall_hessian_is_split_by_the_swap_and_predicts_a_kick(pi1, lam, unstable):
+    """At δ = 0 L is invariant under the swap of the two low-frequency tokens, so the Hessian on
+    𝒲 at the symmetric stall θ₀ does not couple swap-even and swap-odd directions; the even block
+    is flat (Prop. 3.8's degeneracy) and the odd block's rate — negative at (0.6, 0.5), positive
+    at (0.7, 0.8) — is the growth rate of a 10⁻⁸ odd kick in Eq. 20's δ = 0 flow (an ODE
+    integration, independent of the autodiff Hessian); an even kick neither grows nor decays."""
+    from attndyn.models.markov.theory.symmetry import degenerate_point, stall_hessian, stall_kick
+
+    y0 = degenerate_point(pi1, lam)
+    h = stall_hessian(pi1, lam, y0)
+    assert h["grad"] <= 1e-8  # θ₀ is a critical point
+    assert h["coupling"] <= 1e-12
+    assert abs(h["rate_even"]) <= 1e-10
+    assert (h["rate_odd"] > 1e-3) is unstable and (h["rate_odd"] < -1e-3) is not unstable
+    if unstable:  # the most negative eigenvalue's eigenvector is odd
+        assert h["h_min"] == pytest.approx(-h["rate_odd"], rel=1e-12)
+        assert h["odd_fraction"] == pytest.approx(1.0, abs=1e-9)
+    odd = stall_kick(pi1, lam, "odd", theta0=y0)
+    assert odd["rate"] == pytest.approx(h["rate_odd"], rel=2e-3)
+    even = stall_kick(pi1, lam, "even", theta0=y0)
+    assert abs(even["rate"]) <= 1e-5  # drift along the flat family, ≪ |odd rate| ≥ 4e-3
+    if not unstable:  # the decaying kick leaves the loss on the plateau
+        assert np.ptp(odd["gap"]) <= 1e-9
+
+
+def test_stall_kick_rejects_an_unknown_parity():
+    from attndyn.models.markov.theory.symmetry import stall_kick
+
+    with pytest.raises(ValueError, match="parity must be 'odd' or 'even'"):
+        stall_kick(0.6, 0.5, "both")

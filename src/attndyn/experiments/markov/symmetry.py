@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 
 from attndyn.claims.base import Control, Experiment, RunContext
 from attndyn.claims.config import Base, ExperimentConfig
-from attndyn.claims.spec import Evidence, at_least, below, claim, measured, within
+from attndyn.claims.spec import Evidence, at_least, at_most, below, claim, measured, within
 from attndyn.claims.stats import Interval, jackknife_ci, mean_ci, worst
 from attndyn.claims.verdict import Check
 from attndyn.core.serial import json_safe
@@ -71,12 +71,34 @@ class Config(ExperimentConfig):
     )
     rate_tol: float = Field(0.1, gt=0, lt=1, description="rate-theory: ratio within 1 ± rate_tol")
     slope_tol: float = Field(0.5, gt=0, description="slope claims: p ± slope_tol")
+    neutral_lams: list[float] = Field(
+        [0.5], description="λ at which the d = 3 stall is claimed neutral (Prop. 3.8)"
+    )
+    unstable_lams: list[float] = Field(
+        [0.8], description="λ at which the d = 3 stall is claimed unstable (against Prop. 3.8)"
+    )
+    stall_pi1s: list[float] = Field(
+        [0.6, 0.7, 0.8], min_length=1, description="π₁ of the d = 3 stall's Hessian and kick"
+    )
+    kick_parity: Literal["odd", "even"] = Field(
+        "odd",
+        description="swap parity of the δ = 0 kick: odd breaks γ₂ = γ₃; even (control) stays "
+        "in Prop. 3.6's two-group reduction",
+    )
+    neutral_tol: float = Field(1e-6, gt=0, description="neutral: kick growth rate at most this")
+    unstable_floor: float = Field(1e-3, gt=0, description="unstable: kick growth rate at least")
+    critical_tol: float = Field(1e-8, gt=0, description="stall: max |∇L| at θ₀ at most this")
 
     @model_validator(mode="after")
     def _ordered(self) -> Config:
         d = self.deltas
         if min(d) <= 0 or any(b <= a for a, b in zip(d, d[1:], strict=False)):
             raise ValueError(f"'deltas' must be > 0 and increasing (got {d})")
+        for name in ("neutral_lams", "unstable_lams"):
+            if any(not 0 < x < 1 for x in getattr(self, name)):
+                raise ValueError(f"'{name}' must lie in (0, 1) (got {getattr(self, name)})")
+        if any(not 0 < x < 1 for x in self.stall_pi1s):
+            raise ValueError(f"'stall_pi1s' must lie in (0, 1) (got {self.stall_pi1s})")
         if len(set(self.ds)) != len(self.ds) or min(self.ds) < 3:
             raise ValueError(f"'ds' must be distinct and >= 3 (got {self.ds})")
         return self
@@ -187,6 +209,28 @@ def stall_stats(config: Config, tr, t_esc_max: float) -> dict[str, Any]:
     }
 
 
+def stall_theory(config: Config, lam: float) -> dict[str, Any]:
+    """The d = 3 stall θ₀ at λ for every π₁ of ``stall_pi1s`` (Eq. 20 at δ = 0,
+    :func:`~attndyn.models.markov.theory.symmetry.degenerate_point`): the Hessian of L on 𝒲 there
+    split by the swap of the low-frequency tokens (``stall_hessian``) and the growth rate of a
+    10⁻⁸ kick of parity ``kick_parity`` in the δ = 0 flow (``stall_kick``)."""
+    from attndyn.models.markov.theory.symmetry import degenerate_point, stall_hessian, stall_kick
+
+    rows = {}
+    for pi1 in config.stall_pi1s:
+        y0 = degenerate_point(pi1, lam)
+        h = stall_hessian(pi1, lam, y0)
+        kick = stall_kick(pi1, lam, config.kick_parity, theta0=y0)
+        rows[pi1] = h | {"kick_rate": kick["rate"]}
+    worst = max(rows, key=lambda x: rows[x]["kick_rate"])
+    return {
+        "per_pi1": rows,
+        "kick_rate": rows[worst]["kick_rate"],
+        "worst_pi1": worst,
+        "grad": max(r["grad"] for r in rows.values()),
+    }
+
+
 def loglog_slope(deltas: np.ndarray, *groups: np.ndarray) -> float:
     """Least-squares slope of log(seed mean) against log δ."""
     y = np.log([np.mean(g) for g in groups])
@@ -232,6 +276,12 @@ class MarkovSymmetry(Experiment):
             {"theory_rate_factor": 2.0},
             "the growth rate of M's transverse part u wᵀ (2σ₁(G)) taken for that of W₀'s u vᵀ "
             "(σ₁(G)): a factor-2 error in the predicted rate",
+        ),
+        "two-group-theory": Control(
+            {"kick_parity": "even"},
+            "the δ = 0 stall probed only along swap-even directions, the ones Prop. 3.6's "
+            "two-group reduction (γ₂ = γ₃) can represent: the kick does not grow, so the "
+            "instability at λ = 0.8 is invisible",
         ),
         "asymmetric-stall": Control(
             {"stall_delta": 0.005},
@@ -308,10 +358,46 @@ class MarkovSymmetry(Experiment):
             over="ds",
         ),
     )
+    claims = claims + (
+        claim(
+            "stall-neutral-lam{}",
+            "λ = {}, d = 3: the symmetric stall θ₀ the flow reaches is a neutrally stable "
+            "critical point on the rank-one manifold 𝒲 (Prop. 3.8)",
+            statistic="max over π₁ ∈ `stall_pi1s` of the growth rate of a 10⁻⁸ kick of parity "
+            "`kick_parity` (odd: γ₂ − γ₃) from θ₀ in Eq. 20's δ = 0 flow (slope of log ‖kick "
+            "part‖ over the second half of t ∈ [0, 400]); and max |∇L(θ₀)| ≤ `critical_tol`",
+            target=at_most("neutral_tol"),
+            reason="Prop. 3.8: 'a neutrally stable equilibrium for the linearized dynamics' "
+            "with ∂L/∂M = ∂L/∂Φ = 0; θ₀ is the end point of the symmetric flow (Eq. 20, γ₂ = γ₃ "
+            "kept exactly). Swap-even directions are flat there (Hessian eigenvalues ≤ 10⁻¹², "
+            "in the detail), so the odd kick decides; 10⁻⁶ is rounding",
+            over="neutral_lams",
+            seeds=1,
+        ),
+        claim(
+            "stall-unstable-lam{}",
+            "λ = {}, d = 3: the symmetric stall θ₀ is unstable on 𝒲 at δ = 0, along the "
+            "swap-odd direction that breaks γ₂ = γ₃ (against Prop. 3.8 and Thm 3.9's "
+            "'tangential instability at most O(δ²)')",
+            statistic="the same kick growth rate; and max |∇L(θ₀)| ≤ `critical_tol`",
+            target=at_least("unstable_floor"),
+            reason="Measured: the Hessian of L on 𝒲 at θ₀ has a negative eigenvalue whose "
+            "eigenvector is swap-odd (docs/markov.md, 'The stall and the new direction'); a "
+            "kick along it grows at exactly that rate. Prop. 3.6's two-group reduction keeps "
+            "γ₂ = γ₃ and cannot see it. 10⁻³ is a chosen floor, far above Thm 3.9's O(δ²) = 0 "
+            "at δ = 0",
+            controls=("two-group-theory",),
+            over="unstable_lams",
+            seeds=1,
+        ),
+    )
     notes = NOTES
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {
+            ("theory", lam): stall_theory(config, lam)
+            for lam in (*config.neutral_lams, *config.unstable_lams)
+        }
         base, stall_t = config.base, config.stall_factor * config.horizon / min(config.deltas)
         for d in config.ds:
             stall = law(config, d, config.stall_delta, "low")
@@ -322,8 +408,10 @@ class MarkovSymmetry(Experiment):
         return out
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+        stall = {k[1]: v for k, v in results.items() if k[0] == "theory"}
+        results = {k: v for k, v in results.items() if k[0] != "theory"}
         diverged = sum(int((tr["diverged_step"].values >= 0).sum()) for tr in results.values())
-        m: dict[str, Any] = {"diverged": diverged, "per_d": {}}
+        m: dict[str, Any] = {"diverged": diverged, "per_d": {}, "stall_theory": stall}
         deltas, f = np.asarray(config.deltas), config.theory_rate_factor
         for d in config.ds:
             runs = {x: escapes(config, results[(d, x)]) for x in config.deltas}
@@ -369,6 +457,21 @@ class MarkovSymmetry(Experiment):
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        for lam, th in m["stall_theory"].items():
+            per = th["per_pi1"]
+            rates = ", ".join(
+                f"π₁ = {x:g}: kick {r['kick_rate']:.4g}, Hessian odd {r['rate_odd']:.4g} / even "
+                f"{r['rate_even']:.2g}"
+                for x, r in per.items()
+            )
+            evidence = Evidence(
+                th["kick_rate"],
+                checks=(Check.compare("max |∇L(θ₀)|", th["grad"], "<=", config.critical_tol),),
+                detail=f"{config.kick_parity} kick; worst π₁ = {th['worst_pi1']:g}; {rates} "
+                "(growth rates: −eigenvalues of ∇²L on each swap block)",
+            )
+            name = "neutral" if lam in config.neutral_lams else "unstable"
+            out[f"stall-{name}-lam{lam:g}"] = evidence
         for d, md in m["per_d"].items():
             st = md["stall"]
             ratio, drift, bound = st["horizon_over_escape"], st["gap_drift"], config.plateau_drift
@@ -411,7 +514,7 @@ class MarkovSymmetry(Experiment):
         return out
 
     def summary(self, m: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"diverged": m["diverged"]}
+        out: dict[str, Any] = {"diverged": m["diverged"], "stall_theory": m["stall_theory"]}
         for d, md in m["per_d"].items():
             st = md["stall"]
             out[f"d{d}"] = {

@@ -24,17 +24,26 @@ at (0.7, 0.8) the symmetric flow's end point has an O(1) unstable direction on �
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from attndyn.core.ode import integrate
-from attndyn.models.markov.data import lazy_chain, two_group_pi
+from attndyn.models.markov.data import conditional_entropy, lazy_chain, two_group_pi
 from attndyn.models.markov.model import population_loss
 from attndyn.models.markov.theory import closed_forms, reduced
 
-__all__ = ["perturbed_pi", "degenerate_point", "transverse_rate", "transverse_rates"]
+__all__ = [
+    "perturbed_pi",
+    "degenerate_point",
+    "transverse_rate",
+    "transverse_rates",
+    "stall_hessian",
+    "stall_kick",
+]
 
 
 def perturbed_pi(pi1: float, delta: float) -> np.ndarray:
@@ -168,3 +177,98 @@ def transverse_rates(
     deltas = np.asarray(deltas, np.float64)
     rates = [transverse_rate(pi1, lam, float(dl), at, y0)["rate"] for dl in deltas]
     return deltas, np.asarray(rates)
+
+
+SWAP = ((1, 2), (4, 5))
+"""Index pairs of the state (γ₁, γ₂, γ₃, β₁, β₂, β₃, …) that the swap of the two low-frequency
+tokens exchanges (δ = 0 leaves L invariant under it)."""
+
+
+def _swap_bases(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal bases (n×6, n×2) of the swap-even and swap-odd subspaces of ℝⁿ (n = 8 for
+    q = (γ, β, λ_Q, λ_K)): odd = (e₂ − e₃)/√2, (e₅ − e₆)/√2 (0-based (1, 2), (4, 5))."""
+    odd = np.zeros((n, len(SWAP)))
+    for c, (i, j) in enumerate(SWAP):
+        odd[i, c], odd[j, c] = 2**-0.5, -(2**-0.5)
+    even = np.linalg.svd(np.eye(n) - odd @ odd.T)[0][:, : n - len(SWAP)]
+    return even, odd
+
+
+def stall_hessian(pi1: float, lam: float, theta0: np.ndarray | None = None) -> dict[str, float]:
+    """The Hessian of L on 𝒲 (coordinates q = (γ, β, λ_Q, λ_K), m = m_k = 1) at the symmetric
+    flow's end point θ₀ (δ = 0, :func:`degenerate_point`), split by the swap of the two
+    low-frequency tokens (L is swap-invariant at δ = 0, so the Hessian is block-diagonal in the
+    even and odd subspaces; the coupling is returned as a check). The gradient flow θ̇ = −∇L grows
+    a perturbation along an eigenvector of ∇²L with eigenvalue h at rate −h.
+
+    Returns ``h_min`` (most negative eigenvalue of ∇²L on 𝒲), ``odd_fraction`` (‖odd part‖² of
+    its eigenvector), ``rate_odd`` / ``rate_even`` (the largest −h on each block: > 0 is
+    unstable), ``coupling`` (largest even–odd Hessian entry: 0), ``grad`` (max |∇L| at θ₀) and
+    ``gap`` (L − L* there)."""
+    with jax.enable_x64(True):
+        y0 = degenerate_point(pi1, lam) if theta0 is None else np.asarray(theta0)
+        pi = perturbed_pi(pi1, 0.0)
+        P = lazy_chain(pi, lam)
+        loss = lambda x: population_loss(_params(x), jnp.asarray(pi), jnp.asarray(P))  # noqa: E731
+        q = jnp.asarray(_coords(y0))
+        H = np.asarray(jax.hessian(loss)(q))
+        grad = float(np.max(np.abs(np.asarray(jax.grad(loss)(q)))))
+        gap = float(loss(q)) - conditional_entropy(pi, P)
+    w, v = np.linalg.eigh(H)
+    even, odd = _swap_bases(H.shape[0])
+    return {
+        "h_min": float(w[0]),
+        "odd_fraction": float(np.sum((odd.T @ v[:, 0]) ** 2)),
+        "rate_odd": float(np.linalg.eigvalsh(-(odd.T @ H @ odd))[-1]),
+        "rate_even": float(np.linalg.eigvalsh(-(even.T @ H @ even))[-1]),
+        "coupling": float(np.max(np.abs(even.T @ H @ odd))),
+        "grad": grad,
+        "gap": gap,
+    }
+
+
+def stall_kick(
+    pi1: float,
+    lam: float,
+    parity: str = "odd",
+    kick: float = 1e-8,
+    t_end: float = 400.0,
+    records: int = 81,
+    theta0: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """Eq. 20 at δ = 0 from θ₀ (:func:`degenerate_point`) kicked along the swap-``parity``
+    direction (odd: γ₂ ± kick, γ₃ ∓ kick; even: γ₂ and γ₃ both + kick), without the
+    symmetrisation :func:`degenerate_point` applies. Returns ``time``, ``size`` (the norm of
+    y(t) − θ₀ in the kick's parity subspace of (γ, β, η)), ``rate`` (least-squares slope of
+    log size over the second half of the horizon: the growth rate of the perturbation) and
+    ``gap`` (L − L* along the way)."""
+    if parity not in ("odd", "even"):
+        raise ValueError(f"parity must be 'odd' or 'even' (got {parity!r})")
+    with jax.enable_x64(True):
+        y_star = degenerate_point(pi1, lam) if theta0 is None else np.asarray(theta0)
+        pi = perturbed_pi(pi1, 0.0)
+        P = lazy_chain(pi, lam)
+        y0 = y_star.copy()
+        y0[1] += kick
+        y0[2] += -kick if parity == "odd" else kick
+        times = np.linspace(0.0, t_end, records)
+        ys = integrate(lambda t, y: reduced.reduced_rhs(y, pi, P), y0, times, rtol=1e-11)
+        _, odd = _swap_bases(7)
+        dev = ys - y_star[:, None]
+        odd_part = odd.T @ dev
+        size = np.linalg.norm(odd_part if parity == "odd" else dev - odd @ odd_part, axis=0)
+        late = times >= t_end / 2
+        rate = float(np.polyfit(times[late], np.log(size[late]), 1)[0])
+        star = conditional_entropy(pi, P)
+        gap = np.array(
+            [
+                float(
+                    population_loss(
+                        _params(jnp.asarray(_coords(y))), jnp.asarray(pi), jnp.asarray(P)
+                    )
+                )
+                - star
+                for y in ys.T
+            ]
+        )
+    return {"time": times, "size": size, "rate": rate, "gap": gap}
