@@ -52,6 +52,13 @@ PINNED: dict[str, list[str]] = {
         "laplace-lora",
     ],
     "langevin-size": ["plateau-reached", "gap-matches-size", "gap-slope"],
+    "markov-adam": [
+        "stage-order",
+        "focus-synchronous",
+        "self-focus",
+        "dilution",
+        "retraction",
+    ],
     "markov-stages": [
         "stage1-rate",
         "plateau-gap",
@@ -70,6 +77,8 @@ PINNED: dict[str, list[str]] = {
         "rate-slope-d3",
         "escape-slope-d4",
         "escape-slope-d3",
+        "stall-neutral-lam0.5",
+        "stall-unstable-lam0.8",
     ],
     "markov-text": [  # tiny runs on the generated corpus gen:topic-words
         "focus-topic-words",

@@ -154,6 +154,28 @@ def test_population_loss_is_the_long_sequence_limit():
         assert gap < 5 * se + 5.0 / s
 
 
+def test_group_losses_are_the_per_query_limits():
+    """``loss_gap_i`` = KL(P_i‖ℙ_i): Σ_i π_i loss_gap_i = loss_gap (identity), and each is the
+    long-sequence limit of the mean excess loss over Appendix E.1's group S_i (sequences whose
+    X[−2] is i, ``data.group_by_query``): within 5 Monte-Carlo standard errors plus 5/s."""
+    from attndyn.models.markov import observables
+
+    with jax.enable_x64():
+        pi, P = jnp.asarray(PI), jnp.asarray(data.lazy_chain(PI, 0.5))
+        p = _params(jax.random.PRNGKey(7), scale=0.8)
+        obs = observables.observe(p, pi, P, data.conditional_entropy(PI, np.asarray(P)), range(4))
+        total = sum(PI[i] * float(obs[f"loss_gap_{i}"]) for i in range(4))
+        assert total == pytest.approx(float(obs["loss_gap"]), rel=1e-12)
+        s = 1000
+        seqs = data.sample_sequences(jax.random.PRNGKey(8), P, 2000, s + 1)
+        per = np.asarray(jax.vmap(lambda x: model.sequence_loss(p, x[None]))(seqs))
+        for i, idx in enumerate(data.group_by_query(np.asarray(seqs), 4)):
+            entropy = -float(jnp.sum(P[i] * jnp.log(P[i])))
+            se = float(np.std(per[idx])) / np.sqrt(len(idx))
+            gap = abs(float(np.mean(per[idx])) - entropy - float(obs[f"loss_gap_{i}"]))
+            assert gap < 5 * se + 5.0 / s, i
+
+
 def test_loss_at_origin_is_log_d_and_entropy_star_is_conditional_entropy():
     with jax.enable_x64():
         p = {k: jnp.zeros_like(v) for k, v in _params(jax.random.PRNGKey(0)).items()}
@@ -240,3 +262,20 @@ def test_train_attention_false_keeps_wq_wk_at_init(opt):
     for k in ("WQ", "WK"):
         np.testing.assert_array_equal(obs[k][:, -1], obs[k][:, 0])
     assert np.abs(obs["W0"][:, -1] - obs["W0"][:, 0]).max() > 1e-3
+
+
+def test_full_batch_of_a_fixed_set_is_the_whole_set():
+    """data='fixed' with batch = n_sequences takes every sequence each step (one epoch per
+    step, markov-adam's reading of Appendix E): the batch does not depend on the key and the
+    loss is the mean over the whole set; a smaller batch draws indices with replacement."""
+    cfg = validate(markov.Config, dict(data="fixed", n_sequences=50, batch=50, seq_len=5, m=4))
+    problem = markov.build(cfg)
+    params, state = problem.init(jax.random.PRNGKey(0))
+    a, b = problem.sample(jax.random.PRNGKey(1)), problem.sample(jax.random.PRNGKey(2))
+    np.testing.assert_array_equal(a, np.arange(50))
+    np.testing.assert_array_equal(a, b)
+    whole = model.sequence_loss(params, state["sequences"])
+    assert float(problem.loss(params, state, a)) == pytest.approx(float(whole), rel=1e-6)
+    cfg = validate(markov.Config, dict(data="fixed", n_sequences=50, batch=49, seq_len=5, m=4))
+    drawn = markov.build(cfg).sample(jax.random.PRNGKey(1))
+    assert drawn.shape == (49,) and len(np.unique(np.asarray(drawn))) < 49

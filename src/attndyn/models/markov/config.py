@@ -63,7 +63,13 @@ class MarkovConfig(SimulationConfig):
     n_sequences: int = Field(
         100_000, ge=1, le=10_000_000, description="fixed: sequences drawn once per seed"
     )
-    batch: int = Field(256, ge=1, le=1_000_000, description="sequences per step (not population)")
+    batch: int = Field(
+        256,
+        ge=1,
+        le=1_000_000,
+        description="sequences per step (not population); fixed: drawn with replacement from "
+        "the n_sequences, or all of them (one epoch per step) when batch = n_sequences",
+    )
     # --- text ---------------------------------------------------------------------------------
     corpus: str | None = Field(
         None,
