@@ -54,8 +54,10 @@ PINNED: dict[str, list[str]] = {
     "langevin-size": ["plateau-reached", "gap-matches-size", "gap-slope"],
     "markov-adam": [
         "stage-order",
+        "condensed-heatmap",
         "focus-synchronous",
         "self-focus",
+        "entropy-cycle",
         "dilution",
         "retraction",
     ],

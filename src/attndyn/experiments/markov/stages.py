@@ -258,13 +258,14 @@ class MarkovStages(Experiment):
     preset_notes = {
         "tiny": "Every claim is evaluated; the rank claim sees only the first restart (≈ 1 → ≈ 2).",
         "small": "The second cycle (second focus, restart through 2.5) is in the window.",
-        "paper": "ε = 1/m (Appendix E.1). Five claims pass; `rank-steps` fails for a measured "
-        "reason about the paper's init, not the stages: W₀'s init bulk (three singular values ≈ "
-        "ε√m = 1/16) lies in directions the flow leaves untouched in the first cycle, so W₀'s "
-        "entropy effective rank bottoms out at ≈ 1.50 instead of ≈ 1 and one seed in four "
-        "(1.503, which rounds to 2) counts 0 levels. For the same reason the detector's "
-        "condensation (erank ≤ 1.15) never fires at this init, so no claim is anchored on it (the "
-        "plateau is read after the loss's drop, the focus stage after the Stage-I window).",
+        "paper": "ε = 1/m (Appendix E.1). Every claim passes since W₀'s rank is the count "
+        "#{k: σ_k ≥ 0.2σ₁} (2026-12-04). With the entropy effective rank it had failed "
+        "`rank-steps` (levels 3, 3, 3, 0) for a reason about the observable, not the stages: W₀'s "
+        "init bulk (three singular values ≈ ε√m = 1/16) lies in directions the flow leaves "
+        "untouched in the first cycle, so at condensation σ = (1, 0.035, 0.035, 0.034)·σ₁, "
+        "whose entropy rank is 1.50 (one seed at 1.503 rounded to 2) while the stable rank is "
+        "1.003 and the count 1. The plateau is read after the loss's drop and the focus stage "
+        "after the Stage-I window, not at the detector's condensation.",
     }
     controls = {
         "uniform-pi": Control(
@@ -401,9 +402,11 @@ class MarkovStages(Experiment):
         "log ‖πᵀW₀‖/‖π‖ from ×10 growth to 0.1 and `plateau-gap`/`focus-alignment` were "
         "anchored on the detector's condensation; at the paper init (u starts at ≈ 1/16, erank "
         "never reaches 1.15) both had no window, hence the growing mode and the anchoring on "
-        "the loss's steepest fall.\n\n"
-        "What no preset distinguishes: the paper's Adam on 100,000 sampled sequences (this "
-        "experiment is the population flow); transition matrices other than Eq. 2's lazy chain."
+        "the loss's steepest fall. `rank-steps` read round(entropy rank) until 2026-12-04; it "
+        "now counts σ_k ≥ 0.2σ₁ (`rank_signal`, `rank_fraction`), which the paper preset passes "
+        "(3 [3, 3]) where the entropy rank failed it.\n\n"
+        "What no preset distinguishes: transition matrices other than Eq. 2's lazy chain. The "
+        "paper's Adam on 100,000 sampled sequences is markov-adam."
     )
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:

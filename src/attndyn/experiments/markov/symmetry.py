@@ -128,6 +128,18 @@ listed for `restart` only, which it fails by value, and the rate and slope claim
 the wrong theories `m-rate` and `tangential-theory` (they reuse the stored runs). It also fails
 `symmetric-stall` (no escape time to compare the horizon with).
 
+**λ = 0.8 (Appendix E.1's value).** The d = 3 stall's Hessian claims run at λ = 0.5 and 0.8
+(`stall-neutral-lam0.5`, `stall-unstable-lam0.8`): at 0.8 the symmetric critical point has a
+swap-odd unstable direction on 𝒲 (rates 0.006–0.024 for π₁ = 0.5–0.8), which Prop. 3.8 and
+Thm 3.9 exclude. The full flow agrees: the small preset with `--set base.lam=0.8` is invalid by
+its own precondition, because the δ = 0 runs do not stall (erank(W₀) at plateau arrival above
+1.15; it reaches 3.01 at d = 4 and 2.02 at d = 3 with loss gap ≤ 4·10⁻¹²: the init's O(ε)
+asymmetry grows along the odd direction), and the δ > 0 runs escape at a rate that does not
+scale with δ (d = 3: μ = 0.0154, 0.0142, 0.0126, 0.0125 for δ = 0.0025 … 0.02, slope −0.11;
+escape-time slope −0.07 [−0.19, 0.05]), while μ = σ₁(∂L/∂M) still holds (0.97–1.00). The
+escape-time claims are therefore made at λ = 0.5, where Prop. 3.8's stall exists (docs/markov.md,
+"The stall and the new direction").
+
 **What no preset distinguishes.** Every preset separates slope 1 from 0 and 2 by far more than
 its interval; none reaches δ small enough to see the slope converge to 1 within a few per cent.
 The stall is shown up to a finite horizon only; an escape through higher-order terms on a longer
