@@ -225,14 +225,15 @@ def stall_theory(config: Config, lam: float) -> dict[str, Any]:
     """The d = 3 stall θ₀ at λ for every π₁ of ``stall_pi1s`` (Eq. 20 at δ = 0,
     :func:`~attndyn.models.markov.theory.symmetry.degenerate_point`): the Hessian of L on 𝒲 there
     split by the swap of the low-frequency tokens (``stall_hessian``) and the growth rate of a
-    10⁻⁸ kick of parity ``kick_parity`` in the δ = 0 flow (``stall_kick``)."""
+    10⁻⁸ kick of parity ``kick_parity`` in Eq. 20's flow at δ = ``stall_delta`` (0; the
+    control `asymmetric-stall` passes an asymmetric law, ``stall_kick``)."""
     from attndyn.models.markov.theory.symmetry import degenerate_point, stall_hessian, stall_kick
 
     rows = {}
     for pi1 in config.stall_pi1s:
         y0 = degenerate_point(pi1, lam)
         h = stall_hessian(pi1, lam, y0)
-        kick = stall_kick(pi1, lam, config.kick_parity, theta0=y0)
+        kick = stall_kick(pi1, lam, config.kick_parity, theta0=y0, delta=config.stall_delta)
         rows[pi1] = h | {"kick_rate": kick["rate"]}
     worst = max(rows, key=lambda x: rows[x]["kick_rate"])
     return {
@@ -297,8 +298,9 @@ class MarkovSymmetry(Experiment):
         ),
         "asymmetric-stall": Control(
             {"stall_delta": 0.005},
-            "an asymmetric law (δ = 0.005) passed as the symmetric case: it restarts, so the "
-            "stall claim must fail",
+            "an asymmetric law (δ = 0.005) passed as the symmetric case: it restarts, and the "
+            "δ = 0 stall θ₀ is no longer an equilibrium of Eq. 20 (the odd kick is driven: "
+            "growth rate 8.9·10⁻⁴ at tiny), so the stall claims must fail",
         ),
     }
     claims = (
@@ -383,6 +385,7 @@ class MarkovSymmetry(Experiment):
             "with ∂L/∂M = ∂L/∂Φ = 0; θ₀ is the end point of the symmetric flow (Eq. 20, γ₂ = γ₃ "
             "kept exactly). Swap-even directions are flat there (Hessian eigenvalues ≤ 10⁻¹², "
             "in the detail), so the odd kick decides; 10⁻⁶ is rounding",
+            controls=("asymmetric-stall",),
             over="neutral_lams",
             seeds=1,
         ),

@@ -235,10 +235,11 @@ def stall_kick(
     t_end: float = 400.0,
     records: int = 81,
     theta0: np.ndarray | None = None,
+    delta: float = 0.0,
 ) -> dict[str, Any]:
-    """Eq. 20 at δ = 0 from θ₀ (:func:`degenerate_point`) kicked along the swap-``parity``
-    direction (odd: γ₂ ± kick, γ₃ ∓ kick; even: γ₂ and γ₃ both + kick), without the
-    symmetrisation :func:`degenerate_point` applies. Returns ``time``, ``size`` (the norm of
+    """Eq. 20 at asymmetry ``delta`` (0: the symmetric law) from θ₀ (:func:`degenerate_point`,
+    the δ = 0 stall) kicked along the swap-``parity`` direction (odd: γ₂ ± kick, γ₃ ∓ kick; even:
+    γ₂ and γ₃ both + kick), without the symmetrisation :func:`degenerate_point` applies. Returns ``time``, ``size`` (the norm of
     y(t) − θ₀ in the kick's parity subspace of (γ, β, η)), ``rate`` (least-squares slope of
     log size over the second half of the horizon: the growth rate of the perturbation) and
     ``gap`` (L − L* along the way)."""
@@ -246,7 +247,7 @@ def stall_kick(
         raise ValueError(f"parity must be 'odd' or 'even' (got {parity!r})")
     with jax.enable_x64(True):
         y_star = degenerate_point(pi1, lam) if theta0 is None else np.asarray(theta0)
-        pi = perturbed_pi(pi1, 0.0)
+        pi = perturbed_pi(pi1, delta)
         P = lazy_chain(pi, lam)
         y0 = y_star.copy()
         y0[1] += kick
