@@ -64,6 +64,7 @@ PINNED: dict[str, list[str]] = {
     "markov-stages": [
         "stage1-rate",
         "plateau-gap",
+        "plateau-arrival",
         "focus-alignment",
         "dilution",
         "rank-steps",

@@ -16,6 +16,7 @@ from attndyn.claims.config import Base, ExperimentConfig, variant
 from attndyn.claims.spec import Evidence, at_least, at_most, claim
 from attndyn.claims.stats import mean_ci
 from attndyn.claims.verdict import Check
+from attndyn.experiments.markov.stages import STAGE_COLOURS, finite_mean
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.markov.config import MarkovConfig
 from attndyn.models.markov.stages import RANK_FRACTION
@@ -23,7 +24,6 @@ from attndyn.models.markov.stages import RANK_FRACTION
 NAME = "markov-adam"
 PAPER_LR = 1.5e-4
 """Appendix E.1's Adam step size (no schedule)."""
-STAGE_COLOURS = {"condensation": "C0", "focus": "C2", "dilution": "C3", "restart": "C4"}
 
 
 class Config(ExperimentConfig):
@@ -185,12 +185,6 @@ def seed_stats(config: AdamConfig, t: np.ndarray, pi: np.ndarray, one: dict) -> 
         "sv_ratio_min": float(np.nanmin(one["sv_ratio_W0"])),
     }
     return row, found
-
-
-def _mean(values) -> float:
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v)]
-    return float(v.mean()) if v.size else float("nan")
 
 
 class MarkovAdam(Experiment):
@@ -390,33 +384,33 @@ class MarkovAdam(Experiment):
         return [Check.compare("seeds diverged", m["diverged"], "==", 0)]
 
     def evaluate(self, config: AdamConfig, m: dict[str, Any]) -> dict[str, Any]:
-        per = m["per_seed"]
+        mu = {k: finite_mean(v) for k, v in m["per_seed"].items()}
         steps = (
-            f"steps (seed means): condensation ends {_mean(per['condensation_end']):.0f}, focus "
-            f"{_mean(per['focus_start']):.0f}–{_mean(per['focus_end']):.0f}, dilution from "
-            f"{_mean(per['dilution_start']):.0f}, restart from {_mean(per['restart_start']):.0f}"
+            f"steps (seed means): condensation ends {mu['condensation_end']:.0f}, focus "
+            f"{mu['focus_start']:.0f}–{mu['focus_end']:.0f}, dilution from "
+            f"{mu['dilution_start']:.0f}, restart from {mu['restart_start']:.0f}"
         )
         return {
             "stage-order": Evidence(m["in_order_ci"], detail=steps),
             "condensed-heatmap": Evidence(m["heatmap_ci"]),
             "entropy-cycle": Evidence(
                 m["entropy_cycle_ci"],
-                detail=f"fall {_mean(per['entropy_fall']):.3f}, rise "
-                f"{_mean(per['entropy_rise']):.3f} of the init (seed means)",
+                detail=f"fall {mu['entropy_fall']:.3f}, rise "
+                f"{mu['entropy_rise']:.3f} of the init (seed means)",
             ),
             "focus-synchronous": Evidence(
                 m["sync_ci"],
-                detail=f"focus {_mean(per['focus_start']):.0f}–{_mean(per['focus_end']):.0f} "
+                detail=f"focus {mu['focus_start']:.0f}–{mu['focus_end']:.0f} "
                 f"(seed means; Fig. 2C: {config.window_low:g}–{config.window_high:g}, "
                 f"{m['paper_over_measured_focus']:.2f}× later); L − L* "
-                f"{_mean(per['loss_gap_focus_start']):.3f} → "
-                f"{_mean(per['loss_gap_focus_end']):.3f} over it",
+                f"{mu['loss_gap_focus_start']:.3f} → "
+                f"{mu['loss_gap_focus_end']:.3f} over it",
             ),
             "self-focus": Evidence(m["self_focus_ci"]),
             "dilution": Evidence(m["dilution_ci"], detail=steps),
             "retraction": Evidence(
                 m["retraction_ci"],
-                detail=f"the top token's norm ends at {_mean(per['top_norm_growth']):.3f} of its "
+                detail=f"the top token's norm ends at {mu['top_norm_growth']:.3f} of its "
                 "maximum (seed mean)",
             ),
         }

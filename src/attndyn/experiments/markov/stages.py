@@ -68,6 +68,19 @@ class Config(ExperimentConfig):
         "paper",
         description="negative controls: σ₁ as ‖π‖² or 2‖π‖‖π − 𝟙/d‖ (wrong Stage-I theories)",
     )
+    arrival_eps: list[float] = Field(
+        [1e-3, 1e-4, 1e-5, 1e-6],
+        min_length=2,
+        description="init scales ε of the plateau-arrival runs (Prop. C.6), decreasing",
+    )
+    arrival_tol: float = Field(
+        0.01, gt=0, lt=1, description="T₂: first time L − L* ≤ (1 + arrival_tol) × the plateau"
+    )
+    arrival_t_max: float = Field(120.0, gt=0, description="horizon of the plateau-arrival runs")
+    arrival_records: int = Field(400, ge=10, description="records of the plateau-arrival runs")
+    arrival_slope_tol: float = Field(
+        0.05, gt=0, description="plateau-arrival: slope·σ₁ within 1 ± this"
+    )
     plateau_theory: Literal["unigram", "uniform"] = Field(
         "unigram",
         description="the plateau's L − L*: Σπ_i KL(P_i‖π) (Prop. 3.3) or, a negative control, "
@@ -76,6 +89,9 @@ class Config(ExperimentConfig):
 
     @model_validator(mode="after")
     def _tracked(self) -> Config:
+        e = self.arrival_eps
+        if min(e) <= 0 or any(b >= a for a, b in zip(e, e[1:], strict=False)):
+            raise ValueError(f"'arrival_eps' must be > 0 and decreasing (got {e})")
         b = self.base
         if b.pi is not None and len(b.pi) > MAX_TOKENS:
             raise ValueError(f"base.pi: at most {MAX_TOKENS} entries (every token is tracked)")
@@ -167,7 +183,33 @@ def plateau_after_drop(time, gap, t_from, focus) -> tuple[float, float]:
     return float(0.5 * (g[j] + g[j + 1])), float(np.sqrt(time[k][j] * time[k][j + 1]))
 
 
-def _mean(values) -> float:
+def first_arrival(t: np.ndarray, gap: np.ndarray, level: float) -> float:
+    """The first time the loss gap falls to ``level``, linear between the bracketing records
+    (``t[0]`` if it starts there; NaN if it never does)."""
+    k = np.flatnonzero(gap <= level)
+    if not len(k):
+        return float("nan")
+    k0 = int(k[0])
+    if k0 == 0:
+        return float(t[0])
+    f = (gap[k0 - 1] - level) / (gap[k0 - 1] - gap[k0])
+    return float(t[k0 - 1] + f * (t[k0] - t[k0 - 1]))
+
+
+def arrival_slopes(
+    eps: list[float], t: np.ndarray, gaps: dict[float, np.ndarray], level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per seed, T₂(ε) (:func:`first_arrival` at ``level``) for every ε, shape (S, len(ε)), and
+    the least-squares slope of T₂ on log(1/ε) (NaN where a seed never arrives)."""
+    T2 = np.array([[first_arrival(t, g, level) for g in gaps[e]] for e in eps]).T
+    x = np.log(1.0 / np.asarray(eps))
+    slopes = np.array(
+        [np.polyfit(x, row, 1)[0] if np.isfinite(row).all() else np.nan for row in T2]
+    )
+    return T2, slopes
+
+
+def finite_mean(values) -> float:
     """Mean of the finite values (NaN when none)."""
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
@@ -328,6 +370,22 @@ class MarkovStages(Experiment):
             controls=("plateau-uniform",),
         ),
         claim(
+            "plateau-arrival",
+            "Prop. C.6 with Eq. 75: the flow reaches the unigram plateau's neighbourhood at "
+            "T₂ = log(1/ε)/σ₁ + O(1)",
+            statistic="per seed, T₂(ε) = the first time L − L* ≤ (1 + `arrival_tol`) × the "
+            "plateau theory (linear between records) in runs from init N(0, ε²) for ε in "
+            "`arrival_eps` (the same seeds), and the least-squares slope of T₂ on log(1/ε), "
+            "times σ₁ (`sigma1_theory`); seed mean, Student-t 95 % CI",
+            target=within(1.0, "arrival_slope_tol"),
+            reason="Appendix C: the plateau lasts T_p = (1 − 1/n) log(1/ε)/σ₁ (Eq. 75) and Prop. "
+            "C.6 (Eq. 114) adds T₂ − T_p = log(1/ε)/(n‖π‖√(d/(d−1))(π₁ − 1/d)) + O(1) for fixed "
+            "δ; for Prop. 3.3's two-valued π, √(d/(d−1))(π₁ − 1/d) = ‖π − 𝟙/d‖, so T₂ = "
+            "log(1/ε)/σ₁ + O(1) whatever Appendix C's exponent n. At Section 4.1's π the "
+            "coefficient differs by at most 2.7 %/n; 5 % covers it",
+            controls=("sigma1-norm-squared", "sigma1-time-x2", "plateau-uniform"),
+        ),
+        claim(
             "focus-alignment",
             "in the first focus stage Φ aligns with ππᵀ",
             statistic="per seed, cos_F(Φ, ππᵀ) at the end of the first focus stage that ends "
@@ -414,7 +472,18 @@ class MarkovStages(Experiment):
         # ":3": the runs record stage1_mode and W₀'s σ_k/σ₁ (runs stored without them are not
         # reused)
         traj = ctx.compute(f"{NAME}:snapshots:3", sim, lambda: run_trajectory(sim))
-        return {"traj": traj, "sim": sim}
+        arrival = {
+            eps: ctx.simulate(
+                "markov",
+                config.base,
+                init_scale=eps,
+                t_max=config.arrival_t_max,
+                records=config.arrival_records,
+                grid="linear",
+            )
+            for eps in config.arrival_eps
+        }
+        return {"traj": traj, "sim": sim, "arrival": arrival}
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
         from attndyn.models.markov import DataLaw
@@ -439,6 +508,14 @@ class MarkovStages(Experiment):
         }
         for k in ("rate", "drift", "plateau", "align", "dilution", "levels"):
             m[f"{k}_ci"] = mean_ci(per[k])
+        arrival = results["arrival"]
+        t_arr = next(iter(arrival.values()))["time"].values
+        level = (1.0 + config.arrival_tol) * m["plateau_gap_theory"]
+        gaps = {e: tr["loss_gap"].values for e, tr in arrival.items()}
+        T2, slopes = arrival_slopes(config.arrival_eps, t_arr, gaps, level)
+        m["arrival_times"] = {f"{e:g}": T2[:, i].tolist() for i, e in enumerate(config.arrival_eps)}
+        m["arrival_slope_ci"] = mean_ci(slopes)
+        m["diverged"] += sum(int(tr["diverged"].sum()) for tr in arrival.values())
         m["sigma1_measured"] = m["rate_ci"].value
         m["plateau_gap_measured"] = m["plateau_ci"].value
         return m
@@ -449,8 +526,8 @@ class MarkovStages(Experiment):
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         per, sig, gap = m["per_seed"], m["sigma1_theory"], m["plateau_gap_theory"]
         window = (
-            f"window t ∈ [{_mean(per['window_start']):.3g}, "
-            f"{_mean(per['window_end']):.3g}] (seed means)"
+            f"window t ∈ [{finite_mean(per['window_start']):.3g}, "
+            f"{finite_mean(per['window_end']):.3g}] (seed means)"
         )
         rate, plateau = m["rate_ci"], m["plateau_ci"]
         return {
@@ -466,20 +543,30 @@ class MarkovStages(Experiment):
             ),
             "focus-alignment": Evidence(
                 m["align_ci"],
-                detail=f"t ≈ {_mean(per['focus_end']):.3g}; at the Stage-I window's end "
-                f"{_mean(per['align_stage1']):.3f}, on the plateau "
-                f"{_mean(per['align_plateau']):.3f}; at the peak of the π-weighted focus "
-                f"{_mean(per['align_at_peak']):.3f} (seed means)",
+                detail=f"t ≈ {finite_mean(per['focus_end']):.3g}; at the Stage-I window's end "
+                f"{finite_mean(per['align_stage1']):.3f}, on the plateau "
+                f"{finite_mean(per['align_plateau']):.3f}; at the peak of the π-weighted focus "
+                f"{finite_mean(per['align_at_peak']):.3f} (seed means)",
             ),
             "dilution": Evidence(
                 m["dilution_ci"],
-                detail=f"it ends {_mean(per['below_pi']):.3f} below π_top (seed mean)",
+                detail=f"it ends {finite_mean(per['below_pi']):.3f} below π_top (seed mean)",
+            ),
+            "plateau-arrival": Evidence(
+                m["arrival_slope_ci"].map(lambda x: x * sig),
+                detail=f"slope {m['arrival_slope_ci'].value:.4f} against 1/σ₁ = "
+                f"{1 / sig if sig > 0 else float('nan'):.4f} ({config.sigma1_theory}); T₂ "
+                f"(seed means) "
+                + ", ".join(
+                    f"ε = {e}: {finite_mean(v):.2f}" for e, v in m["arrival_times"].items()
+                ),
             ),
             "rank-steps": Evidence(
                 m["levels_ci"],
                 detail=f"{config.rank_signal} rank; minima (seed means): erank "
-                f"{_mean(per['erank_min']):.3f}, stable rank {_mean(per['stable_rank_min']):.3f}, "
-                f"σ₂/σ₁ {_mean(per['sv_ratio_min']):.3f}",
+                f"{finite_mean(per['erank_min']):.3f}, stable rank "
+                f"{finite_mean(per['stable_rank_min']):.3f}, "
+                f"σ₂/σ₁ {finite_mean(per['sv_ratio_min']):.3f}",
             ),
         }
 

@@ -239,10 +239,10 @@ def stall_kick(
 ) -> dict[str, Any]:
     """Eq. 20 at asymmetry ``delta`` (0: the symmetric law) from θ₀ (:func:`degenerate_point`,
     the δ = 0 stall) kicked along the swap-``parity`` direction (odd: γ₂ ± kick, γ₃ ∓ kick; even:
-    γ₂ and γ₃ both + kick), without the symmetrisation :func:`degenerate_point` applies. Returns ``time``, ``size`` (the norm of
-    y(t) − θ₀ in the kick's parity subspace of (γ, β, η)), ``rate`` (least-squares slope of
-    log size over the second half of the horizon: the growth rate of the perturbation) and
-    ``gap`` (L − L* along the way)."""
+    γ₂ and γ₃ both + kick), without the symmetrisation :func:`degenerate_point` applies.
+    Returns ``time``, ``size`` (the norm of y(t) − θ₀ in the kick's parity subspace of
+    (γ, β, η)), ``rate`` (least-squares slope of log size over the second half of the horizon:
+    the growth rate of the perturbation) and ``gap`` (L − L* along the way)."""
     if parity not in ("odd", "even"):
         raise ValueError(f"parity must be 'odd' or 'even' (got {parity!r})")
     with jax.enable_x64(True):
