@@ -16,7 +16,7 @@ from attndyn.claims.config import Base, ExperimentConfig, variant
 from attndyn.claims.spec import Evidence, at_least, at_most, claim
 from attndyn.claims.stats import mean_ci
 from attndyn.claims.verdict import Check
-from attndyn.experiments.markov.stages import STAGE_COLOURS, finite_mean
+from attndyn.experiments.markov.stages import STAGE_COLOURS, finite_mean, first_arrival
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.markov.config import MarkovConfig
 from attndyn.models.markov.stages import RANK_FRACTION
@@ -101,17 +101,21 @@ def first(stages: list[dict], name: str, after: float = -np.inf) -> dict | None:
 
 def seed_stats(config: AdamConfig, t: np.ndarray, pi: np.ndarray, one: dict) -> tuple[dict, list]:
     """One seed's statistics and its stages (dicts), times in Adam steps (t / lr)."""
-    from attndyn.models.markov.stages import detect_stages, rank_signal, stage_signals
+    from attndyn.models.markov.stages import (
+        detect_stages,
+        rank_label,
+        rank_signal,
+        stage_signals,
+    )
 
     lr, d, top = config.base.lr, len(pi), int(np.argmax(pi))
     nan = float("nan")
     track = tuple(range(d))
     steps = t / lr
     rank = rank_signal(one, "count", config.rank_fraction)
-    label = f"#(σ_k >= {config.rank_fraction:g} σ_1)"
-    found = [
-        s.as_dict() for s in detect_stages(steps, rank, *stage_signals(one, pi, track), label=label)
-    ]
+    f_sig, d_sig = stage_signals(one, pi, track)
+    label = rank_label("count", config.rank_fraction)
+    found = [s.as_dict() for s in detect_stages(steps, rank, f_sig, d_sig, label=label)]
     cond, focus = first(found, "condensation"), first(found, "focus")
     dil = first(found, "dilution", focus["start"]) if focus else None
     restart = first(found, "restart", dil["start"]) if dil else None
@@ -125,19 +129,15 @@ def seed_stats(config: AdamConfig, t: np.ndarray, pi: np.ndarray, one: dict) -> 
     low = [i for i in track if i != top]
     sync = nan
     if focus is not None and focus["end"] > focus["start"]:
-        rise = []
-        for i in track:
-            a = one[f"attn_{i}_{top}"]
-            peak = int(np.nanargmax(a))
-            half = 0.5 * (a[0] + a[peak])
-            k = int(np.argmax(a[: peak + 1] >= half))
-            f = (half - a[k - 1]) / (a[k] - a[k - 1]) if k > 0 and a[k] > a[k - 1] else 0.0
-            rise.append(steps[max(k - 1, 0)] + f * (steps[k] - steps[max(k - 1, 0)]))
+        # the midpoint of each query's rise, as the first time −a falls to −(a₀ + a_peak)/2
+        attn = [one[f"attn_{i}_{top}"] for i in track]
+        rise = [first_arrival(steps, -a, -0.5 * (a[0] + np.nanmax(a))) for a in attn]
         sync = float((max(rise) - min(rise)) / (focus["end"] - focus["start"]))
     falls = []
     for i in low:
         a = one[f"attn_{i}_{top}"]
-        falls.append(float(a[int(np.nanargmax(a))] - np.nanmin(a[int(np.nanargmax(a)) :])))
+        peak = int(np.nanargmax(a))
+        falls.append(float(a[peak] - np.nanmin(a[peak:])))
     retraction = nan
     if dil is not None:
         k_end = int(np.searchsorted(steps, dil["end"]))
@@ -148,7 +148,6 @@ def seed_stats(config: AdamConfig, t: np.ndarray, pi: np.ndarray, one: dict) -> 
             shrink.append(float(1.0 - np.nanmin(n[q:]) / n[q]))
         retraction = min(shrink)
     # the end of the first focus leg, or without one the peak of the π-weighted attention on top
-    f_sig = stage_signals(one, pi, track)[0]
     at = focus["end"] if focus is not None else float(steps[int(np.nanargmax(f_sig))])
     pairs = [one[f"cos_{i}_{j}"] for i in track for j in track if j > i]
     heatmap = float(min(abs(np.interp(at, steps, c)) for c in pairs))

@@ -11,7 +11,7 @@ and bigram P̂ — evaluated in the population limit of Prop. 2.3:
 - ``sv_ratio_W0`` σ₂(W₀)/σ₁(W₀): the size of W₀ off its rank-one manifold (Thm 3.9's
   transverse direction, experiments/markov/symmetry.py), and ``sv_ratio{k}_W0`` = σ_k/σ₁ for
   k = 3 … min(d, m, :data:`MAX_SV`): with σ₂/σ₁ they give W₀'s rank at any threshold a,
-  #{k: σ_k ≥ a σ₁} (:func:`attndyn.models.markov.stages.rank_count`), which unlike the entropy
+  #{k: σ_k ≥ a σ₁} (:func:`attndyn.models.markov.stages.rank_signal`), which unlike the entropy
   rank does not count directions the flow has not trained (docs/markov.md, "Observables");
 - ``stable_rank_W0`` ‖W₀‖²_F/σ₁²: 1 + Σ_{k≥2}(σ_k/σ₁)², ≈ 1 when the untrained bulk is small
   against σ₁ whatever its dimension;
