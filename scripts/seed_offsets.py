@@ -1,11 +1,13 @@
 """Every preset's verdict at re-drawn seeds (docs/claims.md, "Seeds"; issue 28).
 
-    python scripts/seed_offsets.py [--presets tiny small] [--offsets 0 1000 2000] [NAME ...]
+    python scripts/seed_offsets.py [--presets tiny small] [--offsets 0 1000 2000] [--out DIR]
+                                   [NAME ...]
 
 Runs each experiment's presets with the seed offset ``seed`` set to each offset (its runs then use
 seeds ``offset, …, offset + seeds − 1``; an experiment's own default offset is replaced), in a
 temporary results folder, and prints a Markdown table: one row per experiment, preset and offset,
-with the verdict, every claim's value and interval, and the claims that failed. Exit status 1 if
+with the verdict, every claim's value and interval, and the claims that failed (``--out``: one
+results folder for every run, so runs stored there are read, not re-run). Exit status 1 if
 any row is not ``passed``. Deterministic experiments (no ``seed`` field) run once per preset.
 """
 
@@ -36,6 +38,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("names", nargs="*", help="experiments (default: all)")
     parser.add_argument("--presets", nargs="+", default=["tiny", "small"])
     parser.add_argument("--offsets", nargs="+", type=int, default=[0, 1000, 2000])
+    parser.add_argument("--out", help="results folder (default: a temporary one per run)")
     args = parser.parse_args(argv)
     names = args.names or experiment_names()
     print(f"Measured {datetime.date.today()} on {platform.node()} ({platform.processor()}).\n")
@@ -48,8 +51,8 @@ def main(argv: list[str]) -> int:
             for offset in args.offsets if seeded else [None]:
                 overrides = {} if offset is None else {"seed": offset}
                 start = time.perf_counter()
-                with tempfile.TemporaryDirectory() as out:
-                    outcome = run_experiment(name, preset, overrides, out=out)
+                with tempfile.TemporaryDirectory() as tmp:
+                    outcome = run_experiment(name, preset, overrides, out=args.out or tmp)
                 failed = [c.name for c in outcome.claims if not c.passed]
                 bad += outcome.verdict != "passed"
                 print(

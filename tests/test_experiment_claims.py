@@ -87,6 +87,7 @@ PINNED: dict[str, list[str]] = {
         "focus-topic-words",
         "dilution-topic-words",
         "entropy-cycle-topic-words",
+        "self-attention-topic-words",
         "beyond-unigram-topic-words",
     ],
     "aim-parameterization": ["direct-h2-trapped", "tied-h2-recovers"],

@@ -20,8 +20,11 @@ from attndyn.claims.runner import experiment_config
 from attndyn.errors import InputError
 from attndyn.experiments.markov.text import (
     GENERATED_CORPUS,
+    bigram_information,
     corpus_key,
+    order_free_information,
     resolve,
+    retraction,
     sequence_attention,
     tracked,
 )
@@ -271,6 +274,33 @@ def test_sequence_attention_is_the_softmax_of_phi_over_the_tracked_tokens():
         assert np.allclose(got, want)
 
 
+def test_retraction_is_the_fall_after_the_peak():
+    norms = np.array(
+        [[1.0, 2.0, 4.0, 3.0, 3.5], [1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 1.0, 1.5, 0.5, 1.0]]
+    )
+    # peak 4 then lowest 3; monotone growth; the peak is the first record, lowest after it 0.5
+    assert np.allclose(retraction(norms), [0.25, 0.0, 0.75])
+
+
+def test_bigram_information_of_a_deterministic_cycle_is_log_d():
+    """0 → 1 → 2 → 0 …: P̂ is a permutation (L* = 0) and π̂ is uniform up to the +1 counts, so
+    𝕀̂ = H(π̂ᵀP̂) = log 3; any order of the same tokens has 𝕀̂ near 0."""
+    c = Corpus(np.tile(np.arange(3, dtype=np.int32), 30_000), ("a", "b", "c"))
+    assert bigram_information(c.unigram(), c.bigram()) == pytest.approx(np.log(3), abs=1e-6)
+    assert order_free_information(c, draws=5).max() < 1e-3
+
+
+def test_order_free_information_of_an_iid_stream_follows_the_g_test():
+    """For N i.i.d. tokens over v symbols with every cell well filled, 2N𝕀̂ ~ χ²_k, k = (v − 1)²
+    (the G-test): the mean of 20 random orders has sd √(2k/20) ≈ 0.95 around k = 9, so a
+    4-sd band; every order keeps π̂."""
+    rng = np.random.default_rng(3)
+    c = Corpus(rng.integers(0, 4, 100_000).astype(np.int32), tuple("abcd"))
+    null = order_free_information(c, draws=20)
+    assert abs(2 * (c.tokens.size - 1) * null.mean() - 9) < 4
+    assert null.std() > 0
+
+
 def test_tracked_tokens_top3_paper_words_then_median():
     words = ["<unk>", "the", ",", "a", "x1", "x2", "full", "x3", "x4", "x5", "x6"]
     counts = np.array([50, 40, 30, 20, 10, 9, 8, 7, 6, 5, 4], float)
@@ -278,7 +308,9 @@ def test_tracked_tokens_top3_paper_words_then_median():
     pi = counts / counts.sum()
     T, mid, origin = tracked(corpus, pi, "tinystories")
     assert T[:3] == [0, 1, 2]  # the three most frequent
-    assert mid == [3, 6, 5] and origin == ["paper", "paper", "median"]  # a, full; then rank 5
+    # 'full' (the paper's medium-frequency word; 'a' is one of its high-frequency ones), then
+    # median ranks 5, 4
+    assert mid == [6, 5, 4] and origin == ["paper", "median", "median"]
     T, mid, origin = tracked(corpus, pi, "other")
     assert origin == ["median"] * 3 and mid == [5, 4, 6]  # median rank 5, then 4, 6
 
