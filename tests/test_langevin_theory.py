@@ -17,7 +17,7 @@ from scipy.linalg import eigh_tridiagonal
 from attndyn.errors import InputError
 from attndyn.models import langevin as L
 from attndyn.models.langevin import theory as T
-from attndyn.models.langevin.stationary import exponential_rate
+from attndyn.models.langevin.stationary import exponential_rate, sgd_stability_limit
 from attndyn.models.langevin.theory import fokker_planck as fp
 from attndyn.models.langevin.theory import ou
 
@@ -168,3 +168,50 @@ def test_euler_maruyama_kernel_bias_is_first_order_in_h():
     em = fp.em_stationary_mean(fp.f, s, 0.04)
     assert abs(per_chain.mean() - em) <= Z * per_chain.std(ddof=1) / math.sqrt(per_chain.size)
     assert abs(em - exact_F) > 10 * per_chain.std(ddof=1) / math.sqrt(per_chain.size)
+
+
+def _second_moment_radius(H, Hi, b, s):
+    """ρ of the exact second-moment map of linear minibatch SGD on vec(C): (I − sH)⊗(I − sH) +
+    (s²/b)(E H_i⊗H_i − H̃⊗H̃), H̃ = E H_i (with-replacement draws)."""
+    p = len(H)
+    A = np.eye(p) - s * H
+    Hm = Hi.mean(axis=0)
+    T = np.kron(A, A) + (s**2 / b) * (
+        np.mean([np.kron(x, x) for x in Hi], axis=0) - np.kron(Hm, Hm)
+    )
+    return max(abs(np.linalg.eigvals(T)))
+
+
+def test_sgd_stability_limit_scalar_closed_form():
+    """p = 1: (1 − sH)² + (s²/b)Var(h) < 1 ⟺ s < 2H/(H² + Var(h)/b), H = mean(h) + λ."""
+    h = np.array([0.2, 1.5, 4.0, 0.7])
+    lam, b = 0.3, 2
+    H = h.mean() + lam
+    want = 2 * H / (H**2 + h.var() / b)
+    got = sgd_stability_limit(np.array([[H]]), h[:, None, None], b)
+    assert got == pytest.approx(want, rel=1e-8)
+
+
+def test_sgd_stability_limit_without_sampling_noise_is_two_over_lambda_max():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4, 4))
+    A = X @ X.T
+    H = A + 0.1 * np.eye(4)
+    got = sgd_stability_limit(H, np.stack([A] * 6), batch=1)
+    assert got == pytest.approx(2 / np.linalg.eigvalsh(H)[-1], rel=1e-8)
+
+
+def test_sgd_stability_limit_is_where_the_second_moment_map_reaches_one():
+    """Random per-sample Hessians (p = 3, n = 5, b = 1): the exact p² × p² second-moment map has
+    spectral radius 1 at s_c, below 1 just under it and above 1 just over it."""
+    rng = np.random.default_rng(1)
+    Hi = np.stack([(lambda x: x @ x.T)(rng.normal(size=(3, 2))) for _ in range(5)])
+    H = Hi.mean(axis=0) + 0.2 * np.eye(3)
+    s_c = sgd_stability_limit(H, Hi, batch=1)
+    assert s_c < 2 / np.linalg.eigvalsh(H)[-1]  # the noise makes the limit stricter than GD's
+    assert _second_moment_radius(H, Hi, 1, s_c) == pytest.approx(1.0, abs=1e-7)
+    assert (
+        _second_moment_radius(H, Hi, 1, 0.98 * s_c)
+        < 1
+        < _second_moment_radius(H, Hi, 1, 1.02 * s_c)
+    )

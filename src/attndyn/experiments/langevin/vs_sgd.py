@@ -53,7 +53,17 @@ class Config(ExperimentConfig):
     )
     seeds: int = Field(32, ge=4, description="chains per (method, s)")
     s_values: list[float] = Field(
-        [0.1, 0.05, 0.025], min_length=2, description="temperatures / learning rates (decreasing)"
+        [0.1, 0.05, 0.025],
+        min_length=2,
+        description="temperatures / learning rates asked for (decreasing; scaled down together "
+        "when the largest exceeds `stability_factor`·s_c)",
+    )
+    stability_factor: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="SGD rates at most this fraction of s_c, minibatch SGD's mean-square "
+        "stability limit linearised at θ* (computed before the runs)",
     )
     # one method's own field each: on the base they would enter the other method's run
     # (an SGD config rejects h; the SDE run would record the batch)
@@ -85,19 +95,35 @@ def base_values(config: Config) -> dict[str, Any]:
     return {k: v for k, v in changed(config.base).items() if k not in RUN_FIELDS}
 
 
-def method_changes(config: Config, method: str, s: float) -> dict[str, Any]:
-    """The changes to the base of one run: the SDE at temperature s or SGD at learning rate s."""
-    s = config.s_values[0] if config.fixed_s else s
+def rates(config: Config, limit: float | None) -> list[float]:
+    """The s grid run: ``s_values`` scaled by min(1, f·s_c / (s₀·max(1, lr factor))), so that no
+    SGD rate exceeds f = ``stability_factor`` times the mean-square limit s_c (``limit``; None in
+    a dry run, where the minimiser is not computed: the grid asked for)."""
+    if limit is None:
+        return list(config.s_values)
+    top = config.s_values[0] * max(1.0, config.sgd_lr_factor)
+    scale = min(1.0, config.stability_factor * limit / top)
+    return [s * scale for s in config.s_values]
+
+
+def method_changes(config: Config, method: str, s: float, s_top: float) -> dict[str, Any]:
+    """The changes to the base of one run: the SDE at temperature s or SGD at learning rate s
+    (control ``fixed_s``: every run at the grid's largest, ``s_top``)."""
+    s = s_top if config.fixed_s else s
     if method == "sde":
         return dict(dynamics="sde", s=s, h=config.h)
     return dict(dynamics="sgd", s=s * config.sgd_lr_factor, batch=config.batch)
 
 
-def minimiser(values: dict[str, Any], gd_steps: int, starts_n: int = 8) -> dict[str, Any]:
+def minimiser(
+    values: dict[str, Any], gd_steps: int, starts_n: int = 8, batch: int = 1
+) -> dict[str, Any]:
     """min F: gradient descent from ``starts_n`` random inits at scales 0 (the origin), 1 and 4
     (the lowest end kept), then Newton steps on the
     non-flat eigenspace (float64); the Hessian spectrum and tr Σ̂₁ = (1/n) Σ_i ‖∇ℓ_i − ∇L̂‖² at
-    θ*, the per-sample gradient covariance (Σ̂_b = Σ̂₁/b with replacement)."""
+    θ*, the per-sample gradient covariance (Σ̂_b = Σ̂₁/b with replacement); ``sgd_limit``, the
+    mean-square stability limit of SGD with ``batch`` samples from the per-sample Hessians at θ*
+    (:func:`attndyn.models.langevin.stationary.sgd_stability_limit`)."""
     import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
@@ -105,6 +131,7 @@ def minimiser(values: dict[str, Any], gd_steps: int, starts_n: int = 8) -> dict[
     from attndyn import runs
     from attndyn.models.langevin import frozen_part
     from attndyn.models.langevin.model import potential
+    from attndyn.models.langevin.stationary import sgd_stability_limit
 
     lc = runs.family_config("langevin", dict(values, dtype="float64", seeds=1, init_scale=1.0))
     with jax.enable_x64(True):
@@ -144,6 +171,8 @@ def minimiser(values: dict[str, Any], gd_steps: int, starts_n: int = 8) -> dict[
 
         per_sample = jax.jit(jax.vmap(jax.grad(sample_loss), in_axes=(None, 0)))
         G = np.asarray(per_sample(x, jnp.arange(lc.n)))
+        sample_hessians = jax.jit(jax.vmap(jax.hessian(sample_loss), in_axes=(None, 0)))
+        H_i = np.asarray(sample_hessians(x, jnp.arange(lc.n)))
         return {
             "F_star": float(F(x)),
             "grad_norm": float(np.linalg.norm(grad(x))),
@@ -152,6 +181,7 @@ def minimiser(values: dict[str, Any], gd_steps: int, starts_n: int = 8) -> dict[
             "eig_max": float(ev[-1]),
             "p_eff_hessian": int(np.sum(np.abs(ev) > 1e-6 * abs(ev[-1]))),
             "tr_sigma1": float(np.mean(np.sum((G - G.mean(axis=0)) ** 2, axis=1))),
+            "sgd_limit": sgd_stability_limit(np.asarray(hess(x)), H_i, batch),
         }
 
 
@@ -190,11 +220,19 @@ the theory claim is made at the smallest s). Both gaps are linear in s, so both 
 to the same min F; each O(s) coefficient matches its own prediction; the two do **not** agree
 (ratio 0.047), as derived.
 
-**Paper preset** (run 2026-12-02, docs/paper-presets.md): **invalid** — all 128 SGD chains at
-s = 0.1 diverged; the SGD gaps 0.090, 0.213, 0.672 at s = 0.0125, 0.025, 0.05 already grow faster
-than linearly, so at this size minibatch SGD leaves its stable range between s = 0.05 and 0.1.
-The SDE gave sde-gap-linear 0.9967 and sde-gap-theory 0.998 (not counted under the failed
-precondition). 11 min on two shared cores.
+**Stable rates.** Before the runs the experiment computes s_c, minibatch SGD's mean-square
+stability limit linearised at θ* (docs/langevin.md, "Stable rates"), and scales the whole s grid
+by min(1, `stability_factor`·s_c/s₀): tiny and small (s_c = 0.374, 2/λ_max = 1.02) keep their
+grids; the learning rate 0.4 of the former control `sgd-lr-x4`, which diverged, lies above s_c.
+
+**Paper preset** (run 2026-12-02 with the grid as given, docs/paper-presets.md; not re-run since
+the grid follows s_c): **invalid** — all 128 SGD chains at s = 0.1 diverged; the SGD gaps
+0.090, 0.213, 0.672 at s = 0.0125, 0.025, 0.05 already grow faster than linearly, so at this size
+minibatch SGD leaves its stable range between s = 0.05 and 0.1. The SDE gave sde-gap-linear
+0.9967 and sde-gap-theory 0.998 (not counted under the failed precondition). 11 min on two
+shared cores. Its mean-square limit is s_c = 0.0926 (2/λ_max = 0.605): s = 0.1 lies above it,
+0.05 at 0.54 s_c. With the grid scaled to 0.5 s_c (0.0463, 0.0231, 0.0116, 0.00579) the preset
+awaits a re-run.
 """
 
 
@@ -235,7 +273,9 @@ class LangevinVsSGD(Experiment):
         "small": "s ∈ {0.1, 0.05, 0.025}, 32 chains, t_max = 30, burn 10, h = 0.01.",
         "paper": "the digest's test choices at full size (none are published): LoRA width 64, "
         "d = 16, rank 4, n = 256; s ∈ {0.1, 0.05, 0.025, 0.0125}, 128 chains, t_max = 60, "
-        "burn 15, h = 0.005 (invalid when run: SGD diverges at s = 0.1; notes).",
+        "burn 15, h = 0.005; the grid is scaled to 0.5 s_c before running (s_c = 0.0926 here: "
+        "0.0463 … 0.00579; run with the grid as given it was invalid, SGD diverging at s = 0.1: "
+        "notes).",
     }
     controls = {
         "fixed-s": Control(
@@ -297,25 +337,27 @@ class LangevinVsSGD(Experiment):
     notes = NOTES
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
-        from attndyn.models.langevin.model import effective_params
-
-        out: dict[str, Any] = {"sims": {}}
-        for method in METHODS:
-            for s in config.s_values:
-                changes = method_changes(config, method, s)
-                out["sims"][(method, s)] = ctx.simulate("langevin", config.base, **changes)
         from attndyn import runs
         from attndyn.core.trajectory import make_trajectory
+        from attndyn.models.langevin.model import effective_params
 
         lc = runs.family_config("langevin", dict(base_values(config), dtype="float64", seeds=1))
 
         def compute():
-            found = minimiser(base_values(config), config.gd_steps, config.min_starts)
+            found = minimiser(base_values(config), config.gd_steps, config.min_starts, config.batch)
             return make_trajectory({k: [v] for k, v in found.items()}, time=np.zeros(1))
 
-        traj = ctx.compute(f"{NAME}:minimiser:{config.gd_steps}:{config.min_starts}", lc, compute)
+        key = f"{NAME}:minimiser:{config.gd_steps}:{config.min_starts}:b{config.batch}"
+        traj = ctx.compute(key, lc, compute)
+        out: dict[str, Any] = {"sims": {}}
         out["minimiser"] = {k: float(traj[k].values[0]) for k in traj.data_vars}
-        out["minimiser"]["p_eff_hessian"] = int(out["minimiser"]["p_eff_hessian"])
+        if "p_eff_hessian" in out["minimiser"]:  # absent from a dry run's placeholder
+            out["minimiser"]["p_eff_hessian"] = int(out["minimiser"]["p_eff_hessian"])
+        out["s"] = rates(config, out["minimiser"].get("sgd_limit"))
+        for method in METHODS:
+            for s in out["s"]:
+                changes = method_changes(config, method, s, out["s"][0])
+                out["sims"][(method, s)] = ctx.simulate("langevin", config.base, **changes)
         out["p_eff_formula"] = effective_params(lc)
         return out
 
@@ -323,9 +365,10 @@ class LangevinVsSGD(Experiment):
         mn = results["minimiser"]
         F_star, p_eff = mn["F_star"], mn["p_eff_hessian"]
         tr_sigma_b = mn["tr_sigma1"] / config.batch
-        s_arr = np.asarray(config.s_values)
+        s_arr = np.asarray(results["s"])
         m: dict[str, Any] = {
             **mn,
+            "s": results["s"],
             "p_eff": p_eff,
             "p_eff_formula": results["p_eff_formula"],
             "tr_sigma_b": tr_sigma_b,
@@ -343,7 +386,7 @@ class LangevinVsSGD(Experiment):
             m["curves"][f"{meth}:{s:g}"] = (t.tolist(), (F.mean(axis=0) - F_star).tolist())
         for meth in METHODS:
             m[f"{meth}_slope"] = jackknife_ci(per_chain[meth], lambda *g: _loglog_slope(s_arr, *g))
-        s_min = config.s_values[-1]
+        s_min = results["s"][-1]
         sde_pred = s_min * p_eff / 4
         sgd_coef = p_eff if config.sgd_theory == "isotropic" else tr_sigma_b
         sgd_pred = s_min * sgd_coef / 4
@@ -357,17 +400,24 @@ class LangevinVsSGD(Experiment):
         return m
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
+        top = m["s"][0] * (1.0 if config.fixed_s else config.sgd_lr_factor)
         return [
-            Check.compare("diverged chains", m["diverged"], "==", 0),
+            Check.compare(
+                f"diverged chains (largest SGD rate {top:.4g}; mean-square limit s_c = "
+                f"{m['sgd_limit']:.4g})",
+                m["diverged"],
+                "==",
+                0,
+            ),
             Check.compare("‖∇F(θ*)‖", m["grad_norm"], "<=", 1e-6),
             Check.compare("smallest Hessian eigenvalue at θ*", m["eig_min"], ">=", -1e-6),
         ]
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
-        s_min = config.s_values[-1]
+        s_min = m["s"][-1]
         out: dict[str, Any] = {}
         for meth in METHODS:
-            gaps = ", ".join(f"{m['gaps'][f'{meth}:{s:g}'].value:.4g}" for s in config.s_values)
+            gaps = ", ".join(f"{m['gaps'][f'{meth}:{s:g}'].value:.4g}" for s in m["s"])
             lr = (
                 f" (learning rate {config.sgd_lr_factor:g}·s)"
                 if meth == "sgd" and config.sgd_lr_factor != 1
@@ -375,7 +425,9 @@ class LangevinVsSGD(Experiment):
             )
             out[f"{meth}-gap-linear"] = Evidence(
                 m[f"{meth}_slope"],
-                detail=f"{meth}{lr}: plateau − min F = {gaps} at s = {config.s_values} "
+                detail=f"{meth}{lr}: plateau − min F = {gaps} at s = "
+                f"{[float(f'{s:.4g}') for s in m['s']]} (SGD's mean-square limit s_c = "
+                f"{m['sgd_limit']:.4g}) "
                 f"({config.seeds} chains each, F* = {m['F_star']:.5g}); value: log–log slope",
             )
         out["sde-gap-theory"] = Evidence(
@@ -408,7 +460,7 @@ class LangevinVsSGD(Experiment):
     def figure(self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path):
         fig, axes = new_figure(1, 2, figsize=(11, 4.2))
         ax = axes[0]
-        for i, s in enumerate(config.s_values):
+        for i, s in enumerate(m["s"]):
             for meth, ls in (("sde", "-"), ("sgd", "--")):
                 t, g = m["curves"][f"{meth}:{s:g}"]
                 ax.plot(t, g, ls, color=f"C{i}", label=f"{meth.upper()} s = {s:g}")
@@ -417,9 +469,9 @@ class LangevinVsSGD(Experiment):
         ax.set_title("(a) approach to the plateau")
         ax.legend(frameon=False, fontsize=7, ncol=2)
         ax = axes[1]
-        s = np.asarray(config.s_values)
+        s = np.asarray(m["s"])
         for meth, mk in (("sde", "o"), ("sgd", "s")):
-            g = [m["gaps"][f"{meth}:{x:g}"] for x in config.s_values]
+            g = [m["gaps"][f"{meth}:{x:g}"] for x in m["s"]]
             ax.errorbar(
                 s,
                 [x.value for x in g],

@@ -184,3 +184,39 @@ def minimise_newton(
         eig = np.linalg.eigvalsh(0.5 * (results[best][2] + results[best][2].T))
         params = jax.tree.map(np.asarray, unravel(results[best][3]))
         return np.array([r[0] for r in results]), np.array([r[1] for r in results]), eig, params
+
+
+def sgd_stability_limit(hessian: np.ndarray, sample_hessians: np.ndarray, batch: int) -> float:
+    """The largest learning rate s at which minibatch SGD, linearised at a minimiser θ*, keeps a
+    bounded second moment (mean-square stability; docs/langevin.md, "Stable rates").
+
+    With H = ∇²F(θ*) = H̃ + λI, H̃ = E_i H_i the mean of the per-sample Hessians ``sample_hessians``
+    (n, p, p), and b = ``batch`` samples drawn with replacement, δ_{k+1} = (I − sH_B)δ_k + noise
+    gives C_{k+1} = T_s(C_k) + s²Σ_b with T_s(C) = (I − sH)C(I − sH) + (s²/b)(E_i H_iCH_i − H̃CH̃).
+    T_s keeps PSD matrices PSD, and ρ(T_s) = 1 exactly where HC + CH = s·Q(C) for a PSD C, Q(C) =
+    HCH + (1/b)(E_i H_iCH_i − H̃CH̃); so s_c = 1/μ, μ the spectral radius of C ↦ L⁻¹Q(C) with
+    L(C) = HC + CH (H ≻ 0 required), found by Arnoldi iteration (ARPACK) on the p² entries of C.
+    Without sampling noise (every H_i equal) s_c = 2/λ_max(H), gradient descent's limit."""
+    from scipy.sparse.linalg import LinearOperator, eigs
+
+    h, U = np.linalg.eigh(0.5 * (hessian + hessian.T))
+    if h[0] <= 0:
+        raise ValueError(f"hessian: must be positive definite (smallest eigenvalue {h[0]:.3g})")
+    p = len(h)
+    Hi = U.T @ np.asarray(sample_hessians, np.float64) @ U  # in H's eigenbasis, (n, p, p)
+    n = len(Hi)
+    Hm = Hi.mean(axis=0)
+    rows = Hi.reshape(n * p, p)  # [H_1; …; H_n] stacked, so E_i H_iCH_i is two plain GEMMs
+    lyap = h[:, None] + h[None, :]
+
+    def op(c: np.ndarray) -> np.ndarray:
+        C = c.reshape(p, p)
+        HC = (rows @ C).reshape(n, p, p)
+        var = HC.transpose(1, 0, 2).reshape(p, n * p) @ rows / n - Hm @ C @ Hm
+        return ((h[:, None] * C * h[None, :] + var / batch) / lyap).ravel()
+
+    if p == 1:
+        return 1.0 / float(op(np.ones(1))[0])
+    A = LinearOperator((p * p, p * p), matvec=op, dtype=np.float64)
+    mu = eigs(A, k=1, which="LM", v0=np.eye(p).ravel(), return_eigenvectors=False, tol=1e-10)
+    return 1.0 / float(abs(mu[0]))
