@@ -87,7 +87,11 @@ from 1/6 to ≈ 0 during the focus on the top token, then rises for the rest of 
 'ter' 0.33, 0.48, 0.63 at steps 3,525, 6,504, 12,000): the last record's seed mean is above 1/2
 (0.537 WikiText, 0.576 TinyStories) and its interval is not ([0.319, 0.756], [0.357, 0.795]),
 the spread being between queries and seeds (TinyStories '␣as' 0.28, 'ht' 0.75). The level is
-`focus`'s, fixed before the run; a longer run is the test of "final focus", not a lower level.
+`focus`'s, fixed before the run; a longer run is the test of "final focus", not a lower level:
+at 24,000 steps (`--set steps=24000`, the same 8 seeds, offset 0; 2026-12-05) every claim
+passes, self-attention 0.780 [0.608, 0.953] / 0.869 [0.667, 1.071], and the retraction is still
+0.003 / 0.006. small keeps 12,000 steps until the longer run has passed at offsets 1000 and 2000
+too.
 
 **beyond-unigram's null.** τ is the 99.9 % point of 𝕀̂ over `null_draws` random orders of the
 corpus (mean + z·sd; the draws' sd is 0.3 % of their mean). The χ² approximation 2N𝕀̂ ~ χ²_k with
