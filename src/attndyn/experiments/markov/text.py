@@ -209,7 +209,9 @@ def retraction(norms: np.ndarray) -> np.ndarray:
     """Per seed, 1 − min_{t ≥ t*} ‖W₀[i]‖_t / ‖W₀[i]‖_{t*}, t* = argmax_t ‖W₀[i]‖_t: the relative
     fall of a token's embedding norm after its peak (Fig. 3 A2); ``norms`` is (seed, time)."""
     peak = np.argmax(norms, axis=1)
-    return np.array([1.0 - n[k:].min() / n[k] for n, k in zip(norms, peak, strict=True)])
+    later_min = np.minimum.accumulate(norms[:, ::-1], axis=1)[:, ::-1]  # min over t' ≥ t
+    rows = np.arange(len(norms))
+    return 1.0 - later_min[rows, peak] / norms[rows, peak]
 
 
 def unigram_loss(pi: np.ndarray, P: np.ndarray) -> float:
@@ -428,7 +430,8 @@ class MarkovText(Experiment):
             info = results["info"][key]
             pi, T, labels = info["pi"], info["T"], info["labels"]
             j_top = T.index(info["top"])
-            a = np.stack([sequence_attention(tr, pi, q, T)[..., j_top] for q in info["mid"]])
+            att = np.stack([sequence_attention(tr, pi, q, T) for q in info["mid"]])
+            a = att[..., j_top]  # (query, seed, time): a_q(top)
             k = np.argmax(a, axis=2)  # (query, seed): the peak's record
             later_min = [
                 [a[q, s, k[q, s] :].min() for s in range(a.shape[1])] for q in range(len(a))
@@ -442,9 +445,8 @@ class MarkovText(Experiment):
             norms = {labels[T.index(i)]: tr[f"norm_{i}"].values for i in T}
             others = [labels[T.index(i)] for i in T if i != info["top"]]
             shrink = np.stack([retraction(norms[lab]) for lab in others])  # (token, seed)
-            own = np.stack(
-                [sequence_attention(tr, pi, q, T)[..., T.index(q)] for q in info["mid"]]
-            )  # (query, seed, time): a_q(q), the query's attention on itself over T
+            own = np.stack([att[k, ..., T.index(q)] for k, q in enumerate(info["mid"])])
+            # (query, seed, time): a_q(q), the query's attention on itself over T
             m[key] = {
                 "tracked": labels,
                 "tracked_ids": T,
