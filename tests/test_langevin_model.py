@@ -192,6 +192,60 @@ def test_attention_per_head_symmetries():
         assert float(values(rotated)[1]) == pytest.approx(F0, rel=1e-11)
 
 
+def _generator(pot, frozen, params, s, g):
+    """𝓛g(θ) = (s/2)Δg − ∇F·∇g, the generator of dΘ = −∇F dt + √s dW (docs/langevin.md,
+    "A bound on the Poincaré constant"), by autodiff in the flat coordinates."""
+    from jax.flatten_util import ravel_pytree
+
+    x, unravel = ravel_pytree(params)
+
+    def F(z):
+        return pot.F(unravel(z), frozen)
+
+    def G(z):
+        return g(unravel(z))
+
+    lap = jnp.trace(jax.hessian(G)(x))
+    return float(0.5 * s * lap - jnp.vdot(jax.grad(F)(x), jax.grad(G)(x))), float(G(x))
+
+
+@pytest.mark.parametrize(
+    "values, pair, per_head",
+    [
+        ({**LORA, "rank": 3}, ("A", "B"), False),
+        ({**LORA, "rank": 2, "train_outer": True, "activation": "softplus"}, ("A", "B"), False),
+        ({**ATTENTION, "heads": 2, "d_k": 3}, ("Q", "K"), True),
+        ({**ATTENTION, "heads": 2, "d_k": 2, "output": True, "d_out": 2}, ("V", "O"), True),
+    ],
+)
+def test_balance_is_an_exact_eigenfunction_of_the_generator(values, pair, per_head):
+    """b = ‖W₁‖² − ‖W₂‖² for a pair on which L̂ is GL-invariant ((A, B); per head (W_Q, W_K) and
+    (W_V, W_O)) obeys 𝓛b = s(#W₁ − #W₂) − 2λb at every point, whatever the data (⟨W₁, ∇₁L̂⟩ =
+    ⟨W₂, ∇₂L̂⟩). So b − s(#W₁ − #W₂)/(2λ) is an eigenfunction with eigenvalue 2λ: the spectral
+    gap is at most 2λ and the Poincaré constant at least s/(4λ), for any data and size. The
+    check fails for ‖W₁‖² alone (not an eigenfunction)."""
+    s = 0.07
+    with jax.enable_x64(True):
+        c, pot, frozen, params = _generic_point(values, seed=3)
+        one, two = pair
+        heads = range(c.heads) if per_head else [None]
+        for h in heads:
+            part = (lambda w, h=h: w[h]) if per_head else (lambda w: w)
+
+            def b(p, part=part):
+                return jnp.sum(part(p[one]) ** 2) - jnp.sum(part(p[two]) ** 2)
+
+            sizes = np.size(part(np.asarray(params[one]))) - np.size(part(np.asarray(params[two])))
+            Lb, bval = _generator(pot, frozen, params, s, b)
+            assert Lb == pytest.approx(s * sizes - 2 * c.lam * bval, rel=1e-10, abs=1e-10)
+
+            def first(p, part=part):
+                return jnp.sum(part(p[one]) ** 2)
+
+            Lf, fval = _generator(pot, frozen, params, s, first)
+            assert abs(Lf - (s * np.size(part(np.asarray(params[one]))) - 2 * c.lam * fval)) > 1e-3
+
+
 def _antisymmetric_basis(k):
     out = []
     for i in range(k):
