@@ -52,6 +52,7 @@ PINNED: dict[str, list[str]] = {
         "laplace-lora",
     ],
     "langevin-size": ["plateau-reached", "gap-matches-size", "gap-slope"],
+    "langevin-poincare": ["lora-rate-positive", "lora-rate-exponent"],
     "markov-adam": [
         "stage-order",
         "condensed-heatmap",

@@ -25,6 +25,36 @@ def test_relaxation_rate_recovers_a_known_exponential(amplitude):
     assert S.relaxation_rate(t, curve, 1.5, 1e-6) == pytest.approx(0.37, rel=1e-6)
 
 
+def _ou_modes(rates, chains=400, steps=400, dt=0.25, seed=0):
+    """Exact stationary OU samples x_i(t) with dx = −k_i x dt + dW (unit stationary variance
+    after scaling), on a grid of spacing dt: (chain, time, mode)."""
+    rng = np.random.default_rng(seed)
+    k = np.asarray(rates, dtype=float)
+    a = np.exp(-k * dt)
+    x = np.empty((chains, steps, len(k)))
+    x[:, 0] = rng.standard_normal((chains, len(k)))
+    for t in range(1, steps):
+        x[:, t] = a * x[:, t - 1] + np.sqrt(1 - a**2) * rng.standard_normal((chains, len(k)))
+    return x
+
+
+def test_slowest_rate_finds_the_slowest_mode_in_the_span_and_bounds_the_gap_from_above():
+    """Two independent OU modes (rates 0.5 and 2; the gap is 0.5): observables x₂, x₁ + x₂ and
+    x₂² span the slow mode, so the estimate is 0.5 (within 5 % at 400 × 400 samples); without x₁
+    in the span it is x₂'s own rate 2 (an upper bound on the gap, never below it); the quadratic
+    x₁² alone relaxes at 2 × 0.5 = 1. The lag does not move the estimate for an exact mode."""
+    x = _ou_modes([0.5, 2.0])
+    x1, x2 = x[..., 0], x[..., 1]
+    mixed = np.stack([x2, x1 + x2, x2**2], axis=-1)
+    for lag in (1, 4):
+        assert S.slowest_rate(mixed, lag, 0.25) == pytest.approx(0.5, rel=0.05)
+    assert S.slowest_rate(x2[..., None], 2, 0.25) == pytest.approx(2.0, rel=0.05)
+    assert S.slowest_rate(x1[..., None] ** 2, 2, 0.25) == pytest.approx(1.0, rel=0.07)
+    # a collinear copy (F = loss + reg in the experiment) is dropped, not a singular C(0)
+    dup = np.stack([x1, x2, x1 + 2 * x2], axis=-1)
+    assert S.slowest_rate(dup, 2, 0.25) == pytest.approx(0.5, rel=0.05)
+
+
 def test_relaxation_rate_is_nan_without_an_approach():
     t = np.linspace(0, 1, 11)
     assert np.isnan(S.relaxation_rate(t, np.ones_like(t), 1.0, 1e-3))

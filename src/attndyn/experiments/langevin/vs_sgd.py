@@ -225,14 +225,13 @@ stability limit linearised at θ* (docs/langevin.md, "Stable rates"), and scales
 by min(1, `stability_factor`·s_c/s₀): tiny and small (s_c = 0.374, 2/λ_max = 1.02) keep their
 grids; the learning rate 0.4 of the former control `sgd-lr-x4`, which diverged, lies above s_c.
 
-**Paper preset** (run 2026-12-02 with the grid as given, docs/paper-presets.md; not re-run since
-the grid follows s_c): **invalid** — all 128 SGD chains at s = 0.1 diverged; the SGD gaps
-0.090, 0.213, 0.672 at s = 0.0125, 0.025, 0.05 already grow faster than linearly, so at this size
-minibatch SGD leaves its stable range between s = 0.05 and 0.1. The SDE gave sde-gap-linear
-0.9967 and sde-gap-theory 0.998 (not counted under the failed precondition). 11 min on two
-shared cores. Its mean-square limit is s_c = 0.0926 (2/λ_max = 0.605): s = 0.1 lies above it,
-0.05 at 0.54 s_c. With the grid scaled to 0.5 s_c (0.0463, 0.0231, 0.0116, 0.00579) the preset
-awaits a re-run.
+**Paper preset** (docs/paper-presets.md). Run 2026-12-02 with the grid as given: **invalid** —
+all 128 SGD chains at s = 0.1 diverged; the SGD gaps 0.090, 0.213, 0.672 at s = 0.0125, 0.025,
+0.05 already grew faster than linearly. Its mean-square limit is s_c = 0.0926 (2/λ_max = 0.605):
+s = 0.1 lies above it. Run 2026-12-05 with the grid scaled to 0.5 s_c (0.0463, 0.0231, 0.0116,
+0.00579): **valid, passed** — SDE slope 0.9972 [0.9949, 0.9995], SGD slope 1.2917 [1.2851,
+1.2983], SDE gap over s·p_eff/4 0.9987 [0.9952, 1.0023] (p_eff = 384), SGD gap over (s/4) tr Σ̂_b
+1.0612 [1.0498, 1.0725]; SGD/SDE gap ratio 0.0689 against tr Σ̂_b/p_eff = 0.0648.
 """
 
 
@@ -274,8 +273,8 @@ class LangevinVsSGD(Experiment):
         "paper": "the digest's test choices at full size (none are published): LoRA width 64, "
         "d = 16, rank 4, n = 256; s ∈ {0.1, 0.05, 0.025, 0.0125}, 128 chains, t_max = 60, "
         "burn 15, h = 0.005; the grid is scaled to 0.5 s_c before running (s_c = 0.0926 here: "
-        "0.0463 … 0.00579; run with the grid as given it was invalid, SGD diverging at s = 0.1: "
-        "notes).",
+        "0.0463 … 0.00579; valid and passed, 2026-12-05; with the grid as given it was invalid, "
+        "SGD diverging at s = 0.1: notes).",
     }
     controls = {
         "fixed-s": Control(

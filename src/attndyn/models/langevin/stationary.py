@@ -220,3 +220,29 @@ def sgd_stability_limit(hessian: np.ndarray, sample_hessians: np.ndarray, batch:
     A = LinearOperator((p * p, p * p), matvec=op, dtype=np.float64)
     mu = eigs(A, k=1, which="LM", v0=np.eye(p).ravel(), return_eigenvectors=False, tol=1e-10)
     return 1.0 / float(abs(mu[0]))
+
+
+def slowest_rate(values: np.ndarray, lag: int, dt: float) -> float:
+    """The slowest relaxation rate seen by a basis of observables at stationarity: the
+    variational (Ritz) estimate of the generator's spectral gap over their span
+    (docs/langevin.md, "A bound on the Poincaré constant"; Noé & Nüske, Multiscale Model. Simul.
+    11, 635 (2013)).
+
+    ``values`` is (chain, time, k): k observables on a uniform record grid of spacing ``dt``,
+    the chains stationary and independent. With the observables centred and standardised, C(0)
+    and the symmetrised lagged covariance C(τ) at τ = lag·dt pooled over chains, ρ = the largest
+    eigenvalue of C(0)^{-½} C(τ) C(0)^{-½} and the rate is −log(ρ)/τ. For a reversible process
+    ρ ≤ e^{−κτ} for the gap κ, so the rate is ≥ κ (an upper bound on the gap, equal to it when
+    the span holds the slowest eigenfunction). NaN when ρ ≤ 0 (no correlation left at the lag)."""
+    x = np.asarray(values, dtype=float)
+    x = x - x.mean(axis=(0, 1))
+    sd = x.std(axis=(0, 1))
+    x = x[..., sd > 0] / sd[sd > 0]
+    a, b = x[:, :-lag].reshape(-1, x.shape[2]), x[:, lag:].reshape(-1, x.shape[2])
+    c0 = (a.T @ a + b.T @ b) / (2 * len(a))
+    ct = (a.T @ b + b.T @ a) / (2 * len(a))
+    w, v = np.linalg.eigh(c0)
+    keep = w > 1e-10 * w.max()  # drop exactly collinear observables (e.g. F = loss + reg)
+    white = v[:, keep] / np.sqrt(w[keep])
+    rho = float(np.linalg.eigvalsh(white.T @ ct @ white).max())
+    return -np.log(rho) / (lag * dt) if rho > 0 else float("nan")
