@@ -141,3 +141,31 @@ def test_non_finite_resamples_are_counted_and_too_many_fail():
     # a precondition may allow more (langevin-plateau's relaxation rate: half)
     lenient = bootstrap_ci(x, nan_if_max(1), n_boot=400, seed=1, max_dropped=0.5)
     assert lenient.dropped == many.dropped and math.isfinite(lenient.low)
+
+
+@pytest.mark.slow  # ≈ 40 s (200 draws × 500 resamples of a 48-chain spectral estimate)
+def test_bootstrap_of_the_slowest_rate_covers_at_langevin_poincare_chain_counts():
+    """langevin-poincare's interval on κ̂ (stationary.slowest_rate, percentile bootstrap over
+    chains) at its least chain count (48, tiny; small uses 64): stationary OU modes of rates 1
+    and 4 on its grid (window 10 units, spacing 0.25, lag 2), observables x₁ + x₂, x₂, x₂², x₁²;
+    the true slowest rate 1 is covered in ≥ 0.9 of 200 draws (measured: 0.93 at 48 chains, 0.94
+    at 64)."""
+    from attndyn.models.langevin.stationary import slowest_rate
+
+    chains, draws, hit = 48, 200, 0
+    a = np.exp(-np.array([1.0, 4.0]) * 0.25)
+    for d in range(draws):
+        rng = np.random.default_rng(d)
+        x = np.empty((chains, 41, 2))
+        x[:, 0] = rng.standard_normal((chains, 2))
+        for t in range(1, 41):
+            x[:, t] = a * x[:, t - 1] + np.sqrt(1 - a**2) * rng.standard_normal((chains, 2))
+        obs = np.stack([x[..., 0] + x[..., 1], x[..., 1], x[..., 1] ** 2, x[..., 0] ** 2], -1)
+        ci = bootstrap_ci(
+            np.arange(chains, dtype=float),
+            lambda i, obs=obs: slowest_rate(obs[i.astype(int)], 2, 0.25),
+            n_boot=500,
+            seed=d,
+        )
+        hit += ci.low <= 1.0 <= ci.high
+    assert hit / draws >= 0.9, hit / draws
