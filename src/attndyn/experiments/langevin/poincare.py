@@ -25,6 +25,7 @@ from attndyn.core.serial import json_safe
 from attndyn.experiments.langevin import plateau_common as pc
 from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.langevin.config import LangevinConfig
+from attndyn.models.langevin.model import n_params
 
 NAME = "langevin-poincare"
 Model = Literal["lora", "attention"]
@@ -72,6 +73,15 @@ class Config(ExperimentConfig):
     sample: float = Field(10.0, gt=0, description="stationary window, in time units")
     spacing: float = Field(0.25, gt=0, description="record spacing, in time units")
     lag: int = Field(2, ge=1, description="lag τ of the rate estimate, in records")
+    basin_gap: float = Field(
+        2.0,
+        gt=0,
+        description="a chain whose window mean of F exceeds the runs' median by more than "
+        "basin_gap·s·p/4 (the Laplace scale of F's thermal excess) sits in another basin",
+    )
+    basin_share: float = Field(
+        0.9, gt=0, le=1, description="precondition: share of chains in the main basin, every run"
+    )
     lam_fit: float = Field(0.1, gt=0, description="the exponent is fitted over λ ≤ lam_fit")
     exponent: float = Field(
         1.0,
@@ -224,7 +234,11 @@ class LangevinPoincare(Experiment):
             )
             x = np.stack([tr[k].values[:, keep] for k in names], axis=-1).astype(float)
             dt, window = float(t[1] - t[0]), float(t[keep][-1] - t[keep][0])
-            data[(m, s, lam)] = x
+            inside, far = main_basin(
+                tr["F"].values[:, keep], config.basin_gap * s * n_params(getattr(config, m)) / 4
+            )
+            data[(m, s, lam)] = x  # every chain; the estimates use the main basin's
+            x = x[inside]
 
             def rate(idx, x=x, dt=dt):
                 from attndyn.models.langevin.stationary import slowest_rate
@@ -240,6 +254,9 @@ class LangevinPoincare(Experiment):
                 "window": window,
                 "observables": names,
                 "dt": dt,
+                "chains": int(inside.sum()),
+                "inside": inside,
+                "outside": far,
             }
         slopes: dict[tuple[str, float], Any] = {}
         fit = config.fitted()
@@ -248,7 +265,9 @@ class LangevinPoincare(Experiment):
 
             for m in config.models:
                 for s in config.s_values:
-                    xs = [data[(m, s, lam)] for lam in fit]
+                    # the chains in the main basin at every fitted λ (the same seeds)
+                    both = np.logical_and.reduce([cells[(m, s, lam)]["inside"] for lam in fit])
+                    xs = [data[(m, s, lam)][both] for lam in fit]
                     dts = [cells[(m, s, lam)]["dt"] for lam in fit]
 
                     def slope(idx, xs=xs, dts=dts):
@@ -261,7 +280,7 @@ class LangevinPoincare(Experiment):
                             return float("nan")
                         return float(np.polyfit(np.log(fit), np.log(k), 1)[0])
 
-                    chains = np.arange(xs[0].shape[0], dtype=float)
+                    chains = np.arange(int(both.sum()), dtype=float)
                     slopes[(m, s)] = (
                         bootstrap_ci(chains, slope)
                         if chains.size >= MIN_BOOTSTRAP_SEEDS
@@ -270,7 +289,30 @@ class LangevinPoincare(Experiment):
         return {"cells": cells, "slopes": slopes, "diverged": diverged}
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
-        return [Check.compare("diverged chains (every run)", m["diverged"], "==", 0)]
+        cells = m["cells"]
+        worst = min(cells, key=lambda k: cells[k]["chains"])
+        total = config.seeds
+        out = [
+            Check.compare("diverged chains (every run)", m["diverged"], "==", 0),
+            Check.compare(
+                f"share of chains in the main basin, the lowest run ({worst[0]}, s = "
+                f"{worst[1]:g}, λ = {worst[2]:g}); chains elsewhere: "
+                + (
+                    "; ".join(
+                        f"{k[0]} s = {k[1]:g} λ = {k[2]:g}: "
+                        + ", ".join(f"F = {f:.3g}" for f in c["outside"])
+                        for k, c in cells.items()
+                        if c["outside"]
+                    )
+                    or "none"
+                )
+                + ")",
+                cells[worst]["chains"] / total,
+                ">=",
+                config.basin_share,
+            ),
+        ]
+        return out
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -312,6 +354,8 @@ class LangevinPoincare(Experiment):
                 "rate": pc.triple(c["rate"]),
                 "per_window": pc.triple(c["per_window"]),
                 "over_2lam": c["over_2lam"],
+                "chains": c["chains"],
+                "outside": c["outside"],
             }
             for k, c in m["cells"].items()
         }
@@ -343,3 +387,13 @@ class LangevinPoincare(Experiment):
 
 def _low(x: Any) -> float:
     return x.low if math.isfinite(x.low) else -math.inf
+
+
+def main_basin(F: np.ndarray, gap: float) -> tuple[np.ndarray, list[float]]:
+    """Chains (rows of F over the window) whose window mean of F lies within ``gap`` above the
+    median chain's: the basin most chains occupy. Returns the mask and the others' means (a
+    metastable basin no chain left within the window: its escape is slower than anything the
+    window resolves, and it would dominate the estimate as a near-constant observable)."""
+    means = np.asarray(F, dtype=float).mean(axis=1)
+    inside = means <= np.median(means) + gap
+    return inside, [float(v) for v in np.sort(means[~inside])]
