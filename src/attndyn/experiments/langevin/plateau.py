@@ -28,27 +28,14 @@ class Config(pc.PlateauConfig):
         "the attention regressor: p = 20, one flat direction (O(2) of (W_Q, W_K)); starts of "
         "scale 0.3 (every start reaches the global basin); runs to t = 240: from small starts "
         "the softest Hessian mode settles late (docs/langevin.md, langevin-plateau)",
-        model="attention",
-        d=4,
-        tokens=4,
-        heads=1,
-        d_k=2,
-        d_out=1,
-        pooling="last",
-        init_scale=0.3,
-        h=0.02,
+        **pc.ATTENTION_NET,
         t_max=240.0,
         records=121,
     )
     lora: LangevinConfig = pc.potential_base(
         "the LoRA net (tanh, W₀ and outer weights frozen): p = 24, one flat direction (O(2)); "
         "starts of scale 1 (F starts well above the plateau)",
-        model="lora",
-        d=4,
-        width=8,
-        rank=2,
-        init_scale=1.0,
-        h=0.01,
+        **pc.LORA_NET,
         t_max=60.0,
         records=121,
     )

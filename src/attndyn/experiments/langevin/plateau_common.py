@@ -37,6 +37,21 @@ COMMON = dict(
 )
 
 
+# langevin-plateau's two potentials (also langevin-poincare's): the fields beside COMMON
+ATTENTION_NET = dict(
+    model="attention",
+    d=4,
+    tokens=4,
+    heads=1,
+    d_k=2,
+    d_out=1,
+    pooling="last",
+    init_scale=0.3,
+    h=0.02,
+)
+LORA_NET = dict(model="lora", d=4, width=8, rank=2, init_scale=1.0, h=0.01)
+
+
 def potential_base(description: str, **fields: Any) -> Any:
     """A nested LangevinConfig with the common fields (λ = 0.3, n = 32, teacher labels)."""
     return Base(LangevinConfig, description, **COMMON, **fields)

@@ -36,26 +36,13 @@ class Config(ExperimentConfig):
     lora: LangevinConfig = pc.potential_base(
         "langevin-plateau's LoRA net (tanh, d = 4, width 8, rank 2, n = 32; p = 24), starts of "
         "scale 1; λ, s, t_max and the record grid are set per run",
-        model="lora",
-        d=4,
-        width=8,
-        rank=2,
-        init_scale=1.0,
-        h=0.01,
+        **pc.LORA_NET,
     )
     attention: LangevinConfig = pc.potential_base(
         "langevin-plateau's attention regressor (d = 4, T = 4, one head, d_k = 2, last-token "
         "output; p = 20), starts of scale 0.3 (every Newton start reaches the global minimum "
         "from there: langevin-plateau's notes)",
-        model="attention",
-        d=4,
-        tokens=4,
-        heads=1,
-        d_k=2,
-        d_out=1,
-        pooling="last",
-        init_scale=0.3,
-        h=0.02,
+        **pc.ATTENTION_NET,
     )
     models: list[Model] = Field(["lora", "attention"], min_length=1)
     lams: list[float] = Field(
