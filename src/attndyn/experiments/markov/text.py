@@ -57,14 +57,14 @@ paper) the whitespace piece '␣' is WikiText's top token as in Fig. 3A; with th
 **Controls.** `shuffled` does not reject `focus` (the shuffled corpus focuses just as fast: the
 focus is driven by fitting π̂ itself), `entropy-cycle` (Adam keeps moving Φ on the noise of a finite
 corpus) nor, at small, `dilution` (0.180 [0.047, 0.314] / 0.284 [0.142, 0.425]): these are not
-evidence of bigram learning, which is what `frozen-attention` rejects (focus 0.179 / 0.174, the
-uniform 1/6; at 12,000 steps). It does reject `self-attention` (0.030 / 0.062 against 0.780 / 0.869
-at small; 0.042 against 0.796 at tiny): without order the query's own identity predicts nothing, and
-its attention never returns to itself. `dilution` is the per-seed margin by which the attention
-crossed 1/2 up and then down (the old statistic, that the lowest attention after the peak is ≤ 1/2,
-failed the shuffled corpus only through its interval's width). Under `frozen-attention`,
-`beyond-unigram` still passes (0.396 / 0.772 nats at small: M = W₀W₁ learns the bigram law without
-attention), so it is listed for `shuffled` only.
+evidence of bigram learning, which is what `frozen-attention` rejects (focus 0.200 / 0.174, the
+uniform 1/6). It does reject `self-attention` (0.030 / 0.062 against 0.780 / 0.869 at small; 0.042
+against 0.796 at tiny): without order the query's own identity predicts nothing, and its attention
+never returns to itself. `dilution` is the per-seed margin by which the attention crossed 1/2 up and
+then down (the old statistic, that the lowest attention after the peak is ≤ 1/2, failed the shuffled
+corpus only through its interval's width). Under `frozen-attention`, `beyond-unigram` still passes
+(0.687 / 0.956 nats at small: M = W₀W₁ learns the bigram law without attention), so it is listed for
+`shuffled` only.
 
 **Known problem.** With attndyn's default XLA setting (YNNPACK dot fusions on,
 src/attndyn/core/jaxsetup.py) the small and paper presets have hung in XLA's threads; run them with
