@@ -210,19 +210,21 @@ class LangevinPoincare(Experiment):
 
     def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        records = 1 + int(round((config.burn + config.sample) / config.spacing))
         for m in config.models:
             base = getattr(config, m)
             for s in config.s_values:
                 for lam in config.lams:
                     u = config.unit(lam)
                     t_max = (config.burn + config.sample) * u
-                    records = 1 + int(round((config.burn + config.sample) / config.spacing))
                     out[(m, s, lam)] = ctx.simulate(
                         "langevin", base, lam=lam, s=s, t_max=t_max, records=records
                     )
         return out
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+        from attndyn.models.langevin.stationary import slowest_rate
+
         cells: dict[tuple[str, float, float], dict[str, Any]] = {}
         data: dict[tuple[str, float, float], np.ndarray] = {}
         diverged = 0
@@ -242,8 +244,6 @@ class LangevinPoincare(Experiment):
             x = x[inside]
 
             def rate(idx, x=x, dt=dt):
-                from attndyn.models.langevin.stationary import slowest_rate
-
                 return slowest_rate(x[idx.astype(int)], config.lag, dt)
 
             chains = np.arange(x.shape[0], dtype=float)
@@ -252,18 +252,13 @@ class LangevinPoincare(Experiment):
                 "rate": kappa,
                 "per_window": kappa.map(lambda v, w=window: v * w),
                 "over_2lam": kappa.value / (2 * lam) if lam > 0 else float("inf"),
-                "window": window,
-                "observables": names,
                 "dt": dt,
-                "chains": int(inside.sum()),
                 "inside": inside,
                 "outside": far,
             }
         slopes: dict[tuple[str, float], Any] = {}
         fit = config.fitted()
         if len(fit) >= 2:
-            from attndyn.models.langevin.stationary import slowest_rate
-
             for m in config.models:
                 for s in config.s_values:
                     # the chains in the main basin at every fitted λ (the same seeds)
@@ -291,7 +286,7 @@ class LangevinPoincare(Experiment):
 
     def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
         cells = m["cells"]
-        worst = min(cells, key=lambda k: cells[k]["chains"])
+        worst = min(cells, key=lambda k: cells[k]["inside"].sum())
         total = config.seeds
         out = [
             Check.compare("diverged chains (every run)", m["diverged"], "==", 0),
@@ -308,7 +303,7 @@ class LangevinPoincare(Experiment):
                     or "none"
                 )
                 + ")",
-                cells[worst]["chains"] / total,
+                cells[worst]["inside"].sum() / total,
                 ">=",
                 config.basin_share,
             ),
@@ -355,7 +350,7 @@ class LangevinPoincare(Experiment):
                 "rate": pc.triple(c["rate"]),
                 "per_window": pc.triple(c["per_window"]),
                 "over_2lam": c["over_2lam"],
-                "chains": c["chains"],
+                "chains": int(c["inside"].sum()),
                 "outside": c["outside"],
             }
             for k, c in m["cells"].items()
