@@ -37,7 +37,6 @@ PINNED: dict[str, list[str]] = {
         "collapsed-sensitivity-still-rising",
         "factorised-sensitivity-decayed",
     ],
-    "langevin-regularization": ["lora-villani-grows"],
     "langevin-vs-sgd": ["sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"],
     "query-recovery": [
         "nuisance-recovery",

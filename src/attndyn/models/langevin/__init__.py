@@ -12,8 +12,8 @@ config.py (``NAME``, ``Config``, ``EXAMPLE``), model.py (the potentials F and th
 ``frozen_part``), observables.py (``observe``, ``SUMMARY``, ``LABELS``, ``OVERFLOW``),
 simulation.py (``build(config)``: SGD with step h plus the trainer's N(0, s·h) noise, chains
 vmapped; ``time_axes``, ``TIME_LABEL``, ``simulate``), theory/ (``THEORY``) and bench.py
-(``BENCHMARKS``); stationary.py and villani.py hold the stationarity and Villani-condition
-checks the experiments use.
+(``BENCHMARKS``); stationary.py holds the stationarity checks, estimators and the minimiser
+the experiments use.
 """
 
 from __future__ import annotations
