@@ -315,6 +315,51 @@ def orbit_dimension(c: LangevinConfig, params: Params, fixed: Params, tol: float
     return total
 
 
+def orbit_generators(c: LangevinConfig) -> list[Callable[[Params], Params]]:
+    """A basis of the Lie algebra of :func:`flat_directions`' group as linear maps on the
+    trained parameters, X = E_ab − E_ba of o(k): LoRA (B, A) ↦ (BX, −XA); per head
+    (W_Q, W_K) ↦ (W_Q X, W_K X) and, with a trained output, (W_V, W_O) ↦ (W_V X, −X W_O). F is
+    constant along each (d/dt F(θ + tGθ) = 0 at t = 0). Pairs with a frozen group are not
+    covered (their group is a stabiliser subgroup): ValueError."""
+    if c.model == "lora":
+        pairs = [("B", "A", None, c.rank)]
+    elif c.model == "attention":
+        trained = attention_trained(c)
+        if not {"Q", "K"} <= set(trained) or (c.output and "V" not in trained):
+            raise ValueError("orbit_generators: every group of a symmetric pair must be trained")
+        pairs = [("Q", "K", h, c.d_k) for h in range(c.heads)]
+        pairs += [("V", "O", h, c.d_v) for h in range(c.heads)] if c.output else []
+    else:
+        return []
+
+    def generator(right: str, left: str, head: int | None, a: int, b: int, k: int):
+        X = np.zeros((k, k))
+        X[a, b], X[b, a] = 1.0, -1.0
+
+        def act(params: Params) -> Params:
+            out = {g: jnp.zeros_like(w) for g, w in params.items()}
+            Xc = jnp.asarray(X, params[right].dtype)
+            if head is None:  # LoRA: B (p, r) on the right, A (r, d) on the left
+                out[right] = params[right] @ Xc
+                out[left] = -Xc @ params[left]
+            elif left == "K":  # (W_Q, W_K)[h] (d, d_k): both on the right
+                out[right] = out[right].at[head].set(params[right][head] @ Xc)
+                out[left] = out[left].at[head].set(params[left][head] @ Xc)
+            else:  # W_V[h] (d, d_v) on the right, W_O[h] (d_v, d_out) on the left
+                out[right] = out[right].at[head].set(params[right][head] @ Xc)
+                out[left] = out[left].at[head].set(-Xc @ params[left][head])
+            return out
+
+        return act
+
+    return [
+        generator(right, left, head, a, b, k)
+        for right, left, head, k in pairs
+        for a in range(k)
+        for b in range(a + 1, k)
+    ]
+
+
 def effective_params(c: LangevinConfig) -> int:
     """p_eff = p − dim(orbit): the Laplace gap is E_μF − min F ≈ s·p_eff/4 [I]."""
     return n_params(c) - flat_directions(c)

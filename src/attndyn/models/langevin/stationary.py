@@ -246,3 +246,92 @@ def slowest_rate(values: np.ndarray, lag: int, dt: float) -> float:
     white = v[:, keep] / np.sqrt(w[keep])
     rho = float(np.linalg.eigvalsh(white.T @ ct @ white).max())
     return -np.log(rho) / (lag * dt) if rho > 0 else float("nan")
+
+
+def laplace_next_order(f, x: np.ndarray, tangents, flat: int) -> dict[str, float]:
+    """The Laplace gap's next order at a minimiser ``x`` of ``f`` (docs/langevin.md, "Laplace
+    gap, next order"): with μ_s ∝ exp(−βf), β = 2/s,
+
+        (E_μf − f*)/(s·p_eff/4) = 1 + c·s + O(s²),   c = b/p_eff,
+
+    from log Z = −(p_eff/2) log β + b/β + O(β⁻²) (Wick's theorem at covariance H⁻¹/β on the slice
+    through x orthogonal to the symmetry orbit, eigenbasis of H there with eigenvalues h_i):
+
+        b = −⅛ Σ Q_iijj/(h_i h_j) + ⅛ Σ_k u_k²/h_k + (1/12) Σ T_ijk²/(h_i h_j h_k)
+            − ½ Σ_k a_k u_k/h_k,
+
+    T, Q the third and fourth derivatives of f, u_k = Σ_i T_iik/h_i, and a = ∇_y log J the
+    first order of the orbit's volume J(y) = |det(Φᵀ G(x + Py))| over the slice (Φ the ``flat``
+    eigenvectors of H, the orbit's tangent at x; G(θ) the (p, flat) matrix of the generators'
+    tangents at θ, ``tangents``, linear in θ). ``f`` and ``tangents`` take flat float64 vectors;
+    ``x`` is polished by Newton steps on the non-flat directions first. Returns c, b, its four
+    terms, p_eff, f(x) and ‖∇f(x)‖."""
+    with jax.enable_x64(True):
+        x = jnp.asarray(x, jnp.float64)
+        grad, hess = jax.jit(jax.grad(f)), jax.jit(jax.hessian(f))
+        for _ in range(10):
+            w, U = np.linalg.eigh(np.asarray(hess(x)))
+            keep = np.arange(len(w)) >= flat
+            x = x - U[:, keep] @ ((U[:, keep].T @ np.asarray(grad(x))) / w[keep])
+        w, U = np.linalg.eigh(np.asarray(hess(x)))
+        if flat and w[flat] <= 0:
+            raise ValueError(f"x: not a nondegenerate minimiser (eigenvalue {w[flat]:.3g})")
+        Phi, P, h = U[:, :flat], U[:, flat:], w[flat:]
+        D = jnp.asarray(P / h @ P.T)  # P diag(1/h) Pᵀ: the slice's covariance at β = 1
+
+        def g(z):  # Σ_i ∂²f[P_i, P_i]/h_i
+            return jnp.sum(D * jax.hessian(f)(z))
+
+        T = np.einsum("abc,ai,bj,ck->ijk", np.asarray(jax.jacfwd(hess)(x)), P, P, P)
+        u = P.T @ np.asarray(jax.grad(g)(x))
+        quartic = float(np.sum(np.asarray(D) * np.asarray(jax.hessian(g)(x))))
+        if flat:
+            M = Phi.T @ np.asarray(tangents(x))
+            a = np.array([np.trace(np.linalg.solve(M, Phi.T @ np.asarray(tangents(col))))
+                          for col in jnp.asarray(P.T)])  # fmt: skip
+        else:
+            a = np.zeros(len(h))
+        terms = {
+            "quartic": -quartic / 8,
+            "cubic_trace": float(np.sum(u**2 / h)) / 8,
+            "cubic_full": float(np.einsum("ijk,i,j,k->", T**2, 1 / h, 1 / h, 1 / h)) / 12,
+            "orbit": -0.5 * float(np.sum(a * u / h)),
+        }
+        b = sum(terms.values())
+        return {
+            "c": b / len(h),
+            "b": b,
+            **terms,
+            "p_eff": len(h),
+            "f_min": float(f(x)),
+            "grad_norm": float(np.linalg.norm(np.asarray(grad(x)))),
+        }
+
+
+def laplace_next_order_at(config: LangevinConfig, params: dict, flat: int) -> dict[str, float]:
+    """:func:`laplace_next_order` for the config's F at the parameter tree ``params`` (a
+    minimiser, :func:`minimise_newton`) with its symmetry orbit of dimension ``flat``
+    (:func:`attndyn.models.langevin.model.orbit_dimension`; its generators,
+    :func:`attndyn.models.langevin.model.orbit_generators`, must span it). The data are drawn
+    in the config's dtype and cast to float64."""
+    from attndyn.models.langevin.model import frozen_part, orbit_generators, potential
+
+    pot = potential(config)
+    with jax.enable_x64(True):
+        f64 = lambda tree: jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), tree)  # noqa: E731
+        frozen = f64(frozen_part(config, pot))
+        x, unravel = ravel_pytree(f64(params))
+        gens = orbit_generators(config) if flat else []
+        if len(gens) != flat:
+            raise ValueError(
+                f"flat: the orbit has dimension {flat} but the model's generators span "
+                f"{len(gens)} (a rank-deficient minimiser's orbit is not handled)"
+            )
+
+        def tangents(z):
+            tree = unravel(z)
+            return jnp.stack([ravel_pytree(gen(tree))[0] for gen in gens], axis=1)
+
+        return laplace_next_order(
+            lambda z: pot.F(unravel(z), frozen), np.asarray(x), tangents, flat
+        )
