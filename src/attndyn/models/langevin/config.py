@@ -37,9 +37,14 @@ class LangevinConfig(SimulationConfig):
     - ``lmc``: Langevin Monte Carlo with explicit β: θ ← θ − h∇F(θ) + √(2h/β) ξ (the sde at
       s = 2/β);
     - ``sgd``: minibatch SGD at learning rate s, the process the SDE mimics:
-      θ ← θ − s ∇(L̂_B + (λ/2)‖θ‖²), L̂_B over ``batch`` samples drawn with replacement.
+      θ ← θ − s ∇(L̂_B + (λ/2)‖θ‖²), L̂_B over ``batch`` samples drawn with replacement;
+    - ``sme1``, ``sme2``: the stochastic modified equations of that SGD (Li, Tai & E, JMLR 20
+      (2019), arXiv 1811.01558), dΘ = −∇F̃ dt + √(s Σ_b(Θ)) dW with Σ_b = Cov_i(∇ℓ_i)/b the
+      minibatch gradient covariance at Θ (ℓ_i the per-sample losses, b = ``batch``) and
+      F̃ = F (order 1) or F + (s/4)‖∇F‖² (order 2), by Euler–Maruyama with step h:
+      θ ← θ − h∇F̃ + √(s h/(b n)) Σ_i (ζ_i − ζ̄) ∇ℓ_i, ζ_i ~ N(0, 1) (covariance exactly hΣ_b·s).
 
-    ``time`` = k·h (sde, lmc) or k·s (sgd), so every method shares the SDE's time axis.
+    ``time`` = k·h (sde, lmc, sme1, sme2) or k·s (sgd), so every method shares the SDE's time axis.
     """
 
     t_max: float = Field(10.0, gt=0, le=1e7, description="horizon in SDE time t = k·h (sgd: k·s)")
@@ -48,8 +53,10 @@ class LangevinConfig(SimulationConfig):
         description="attention regression, LoRA on a shallow net, or a test potential: "
         "quadratic F = (λ/2)‖θ‖² (Ornstein–Uhlenbeck) or double-well F = Σ(θᵢ² − 1)² + (λ/2)‖θ‖²",
     )
-    dynamics: Literal["sde", "lmc", "sgd"] = Field(
-        "sde", description="sde (Euler–Maruyama, temperature s), lmc (explicit beta), sgd (lr s)"
+    dynamics: Literal["sde", "lmc", "sgd", "sme1", "sme2"] = Field(
+        "sde",
+        description="sde (Euler–Maruyama, temperature s), lmc (explicit beta), sgd (lr s), "
+        "sme1 / sme2 (SGD's stochastic modified equations of order 1 / 2 at lr s and batch)",
     )
     s: float = Field(
         0.05,
@@ -72,7 +79,9 @@ class LangevinConfig(SimulationConfig):
     lam: float = Field(0.1, ge=0, le=1e6, description="Frobenius regularisation λ in F")
     # data (attention, lora)
     n: int = Field(64, ge=1, le=1_000_000, description="training samples (fixed per data_seed)")
-    batch: int = Field(8, ge=1, le=1_000_000, description="sgd only: minibatch size")
+    batch: int = Field(
+        8, ge=1, le=1_000_000, description="sgd, sme1, sme2: minibatch size (of the SGD mimicked)"
+    )
     data_seed: int = Field(
         0, ge=0, le=2**31 - 1, description="seed of the data, teacher and frozen weights"
     )
@@ -141,6 +150,14 @@ class LangevinConfig(SimulationConfig):
                 )
             if self.s <= 0:
                 raise ValueError("s: dynamics='sgd' needs a learning rate s > 0")
+        if self.dynamics in ("sme1", "sme2"):
+            if self.model in TEST_POTENTIALS:
+                raise ValueError(
+                    f"dynamics: {self.dynamics!r} needs per-sample losses: model must be "
+                    f"attention or lora (got {self.model!r})"
+                )
+            if self.s <= 0:
+                raise ValueError(f"s: dynamics={self.dynamics!r} needs a learning rate s > 0")
         if self.model == "quadratic" and self.lam <= 0:
             raise ValueError("lam: model='quadratic' is F = (λ/2)‖θ‖²: lam must be > 0")
         if self.model == "attention" and not (self.train_q or self.train_k or self.train_v):
@@ -169,8 +186,8 @@ class LangevinConfig(SimulationConfig):
 
     @property
     def temperature(self) -> float:
-        """The SDE's s: ``s`` (sde), 2/β (lmc: :data:`BETA_OF_S`), 0 for sgd (its noise is the
-        minibatch's)."""
+        """The SDE's isotropic s: ``s`` (sde), 2/β (lmc: :data:`BETA_OF_S`), 0 for sgd (its noise
+        is the minibatch's) and sme1/sme2 (theirs is Σ_b's, drawn in the loss)."""
         if self.dynamics == "lmc":
             assert self.beta is not None  # the validator requires beta for lmc
             return 2.0 / self.beta

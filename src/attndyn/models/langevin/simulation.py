@@ -22,19 +22,49 @@ TIME_LABEL = "SDE time t = k·h (SGD: k·s)"
 """Axis label of ``time``."""
 
 
+def sme_loss(pot, config: LangevinConfig):
+    """The loss whose gradient step is one Euler–Maruyama step of sme1/sme2 (config docstring):
+    F̃(θ) + Σ_i w_i ℓ_i(θ) with w_i = −√(s/(h b n))(ζ_i − ζ̄), so that −h∇ of the second term
+    is √(s h/(b n)) Σ_i (ζ_i − ζ̄)∇ℓ_i, of covariance s·h·Σ_b (Σ_i (ζ_i − ζ̄) = 0 removes the
+    mean gradient); ζ is the step's draw, passed as the batch."""
+    n, s, h, b = config.n, config.s, config.step, config.batch
+    per_sample = jax.vmap(lambda params, fz, i: pot.empirical(params, fz, i[None]), (None, None, 0))
+
+    def loss(params, frozen, zeta):
+        F = pot.F(params, frozen, None)
+        if config.dynamics == "sme2":
+            grad = jax.grad(lambda p: pot.F(p, frozen, None))(params)
+            F = F + (s / 4) * sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grad))
+        weights = -jnp.sqrt(s / (h * b * n)) * (zeta - jnp.mean(zeta))
+        return F + jnp.sum(weights * per_sample(params, frozen, jnp.arange(n)))
+
+    return loss
+
+
 def build(config: LangevinConfig) -> Problem:
-    """The trainer's Problem: loss F (full batch, or a minibatch for sgd), update SGD(step) plus
-    N(0, s·h) noise (sde, lmc); ``state`` = the frozen part, identical across chains."""
+    """The trainer's Problem: loss F (full batch, or a minibatch for sgd; sme1/sme2:
+    :func:`sme_loss`), update SGD(step) plus N(0, s·h) noise (sde, lmc); ``state`` = the
+    frozen part, identical across chains."""
     pot = potential(config)
     n = config.n
 
     def init(key):
         return pot.init(key), frozen_part(config, pot)
 
-    if config.dynamics == "sgd":
+    if config.dynamics in ("sme1", "sme2"):
+        dtype = jnp.dtype(config.dtype)
+
+        def sample(key):
+            return jax.random.normal(key, (n,), dtype)  # ζ: the step's noise
+
+        batch, loss = n, sme_loss(pot, config)
+    elif config.dynamics == "sgd":
 
         def sample(key):
             return jax.random.randint(key, (config.batch,), 0, n)
+
+        def loss(params, frozen, idx):
+            return pot.F(params, frozen, idx)
 
         batch = config.batch
     else:
@@ -42,10 +72,10 @@ def build(config: LangevinConfig) -> Problem:
         def sample(key):
             return jnp.zeros((0,), jnp.int32)  # full batch: nothing to draw
 
-        batch = n if config.model in ("attention", "lora") else 1
+        def loss(params, frozen, idx):
+            return pot.F(params, frozen, None)
 
-    def loss(params, frozen, idx):
-        return pot.F(params, frozen, idx if config.dynamics == "sgd" else None)
+        batch = n if config.model in ("attention", "lora") else 1
 
     rule = optimizer("sgd", config.step, temperature=config.temperature)
     return Problem(
@@ -59,7 +89,7 @@ def build(config: LangevinConfig) -> Problem:
 
 
 def time_axes(config: LangevinConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
-    """``time`` = k·h (sde, lmc) or k·s (sgd): the SDE's time."""
+    """``time`` = k·h (sde, lmc, sme1, sme2) or k·s (sgd): the SDE's time."""
     return {"time": np.asarray(steps, dtype=np.float64) * config.step}
 
 
