@@ -78,9 +78,12 @@ small (0.000 and 0.001 at 12,000 steps): the norms plateau while the queries dil
 1.69, 1.76, 1.78 at steps 165, 304, 561) and then grow again. On tiny's generated corpus it is 0.06
 [−0.02, 0.14], less than under the controls (shuffled 0.16 [0.05, 0.27], frozen attention 0.11
 [0.01, 0.21]): at these settings the statistic is not specific to focus–dilution, so no claim rests
-on it. markov-adam claims the retraction of Stage III on synthetic chains at Appendix E's protocol;
-whether text at that protocol (m = 256, lr 1.5·10⁻⁴, one epoch; the paper preset) retracts is not
-yet measured.
+on it. markov-adam claims the retraction of Stage III on synthetic chains at Appendix E's protocol.
+At that protocol on text (the paper preset: m = 256, lr 1.5·10⁻⁴, 40,000 steps, 4 seeds; run
+2026-12-05, docs/paper-presets.md) it is 0.008 [−0.001, 0.017] (WikiText) and 0.000
+(TinyStories): Fig. 3 A2's retraction is not reproduced on text at our reading of the protocol, a
+disagreement we report with these numbers rather than a claim (no control fails the statistic by
+value on text).
 
 **self-attention needs the longer run.** Each query's attention on itself over T falls from 1/6
 to ≈ 0 during the focus on the top token, then rises for the rest of the run (WikiText 'ter'
