@@ -37,7 +37,14 @@ PINNED: dict[str, list[str]] = {
         "collapsed-sensitivity-still-rising",
         "factorised-sensitivity-decayed",
     ],
-    "langevin-vs-sgd": ["sde-gap-linear", "sgd-gap-linear", "sde-gap-theory", "sgd-gap-theory"],
+    "langevin-vs-sgd": [
+        "sde-weak-linear",
+        "weak-ratio",
+        "sde-gap-linear",
+        "sgd-gap-linear",
+        "sde-gap-theory",
+        "sgd-gap-theory",
+    ],
     "query-recovery": [
         "nuisance-recovery",
         "sign-split",
