@@ -58,7 +58,7 @@ PINNED: dict[str, list[str]] = {
         "laplace-lora",
     ],
     "langevin-size": ["plateau-reached", "gap-matches-size", "gap-slope"],
-    "langevin-poincare": ["lora-rate-positive", "lora-rate-exponent"],
+    "langevin-poincare": ["lora-variants-positive", "lora-rate-positive", "lora-rate-exponent"],
     "markov-adam": [
         "stage-order",
         "condensed-heatmap",

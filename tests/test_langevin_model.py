@@ -438,3 +438,20 @@ def test_bad_config_in_a_real_process(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "'beta'" in lines[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_input_laws():
+    """``inputs``: Gaussian by default (the data every experiment used before the field), a
+    unit-variance Student-t(3) with a heavier tail, and pairs of near-duplicates."""
+    from attndyn.models.langevin.model import frozen_part
+
+    def X(kind, n=4000):
+        return np.asarray(frozen_part(L.LangevinConfig(model="lora", n=n, d=4, inputs=kind))["X"])
+
+    g, t, dup = X("gaussian"), X("heavy-tailed"), X("near-duplicate", 11)
+    assert abs(g.var() - 1) < 0.05 and abs(t.var() - 1) < 0.25
+    assert np.mean(t**4) > 2 * np.mean(g**4)  # Gaussian 3; Student-t(3)'s is infinite
+    pairs = np.abs(dup[0:10:2] - dup[1:11:2]).max()
+    assert pairs < 0.1 and np.abs(dup[0] - dup[2]).max() > 0.1 and dup.shape == (11, 4)
+    default = L.LangevinConfig(model="attention", n=8)
+    assert default.inputs == "gaussian"

@@ -88,6 +88,12 @@ class LangevinConfig(SimulationConfig):
     labels: Literal["teacher", "random"] = Field(
         "teacher", description="teacher: a random model of the same architecture; random: N(0,1)"
     )
+    inputs: Literal["gaussian", "heavy-tailed", "near-duplicate"] = Field(
+        "gaussian",
+        description="inputs: i.i.d. N(0, 1) entries; heavy-tailed: Student-t with 3 degrees of "
+        "freedom scaled to unit variance; near-duplicate: ⌈n/2⌉ Gaussian inputs, each twice "
+        "with an independent N(0, 0.01²) perturbation",
+    )
     label_noise: float = Field(0.0, ge=0, le=1e3, description="std of noise added to labels")
     teacher_scale: float = Field(
         1.0, ge=0, le=1e3, description="teacher weights N(0, teacher_scale²/fan_in)"

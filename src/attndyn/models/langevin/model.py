@@ -67,6 +67,19 @@ def _gauss(key, shape, fan_in, scale, dtype):
     return (scale / jnp.sqrt(fan_in)) * jax.random.normal(key, shape, dtype)
 
 
+def _inputs(key, shape: tuple[int, ...], kind: str, dtype) -> jax.Array:
+    """Training inputs of ``shape`` (n first) by the config's ``inputs`` (config.py): Gaussian,
+    Student-t(3)·√(1/3) (unit variance, infinite fourth moment) or near-duplicate pairs."""
+    if kind == "heavy-tailed":
+        return jax.random.t(key, 3.0, shape, dtype) * jnp.sqrt(jnp.asarray(1 / 3, dtype))
+    if kind == "near-duplicate":
+        k_base, k_jitter = jax.random.split(key)
+        base = jax.random.normal(k_base, ((shape[0] + 1) // 2, *shape[1:]), dtype)
+        jitter = 0.01 * jax.random.normal(k_jitter, shape, dtype)
+        return jnp.repeat(base, 2, axis=0)[: shape[0]] + jitter
+    return jax.random.normal(key, shape, dtype)
+
+
 def _squared_error(pred: jax.Array, y: jax.Array) -> jax.Array:
     """(1/2n) Σ_i ‖pred_i − y_i‖²."""
     return 0.5 * jnp.sum(jnp.square(pred - y)) / pred.shape[0]
@@ -133,7 +146,7 @@ def attention_potential(c: LangevinConfig) -> Potential:
 
     def frozen(key):
         k_x, k_t, k_y, k_n, k_w = jax.random.split(key, 5)
-        X = jax.random.normal(k_x, (c.n, c.tokens, c.d), dtype)
+        X = _inputs(k_x, (c.n, c.tokens, c.d), c.inputs, dtype)
         teacher = draw(k_t, c.teacher_scale)
         y_shape = attention_forward(teacher, X[:1], c).shape[1:]
         if c.labels == "teacher":
@@ -174,7 +187,7 @@ def lora_potential(c: LangevinConfig) -> Potential:
         k_w, k_a, k_x, k_ta, k_tb, k_y, k_n = jax.random.split(key, 7)
         W0 = _gauss(k_w, (p, d), d, 1.0, dtype)
         a = _gauss(k_a, (p,), p, 1.0, dtype)
-        X = jax.random.normal(k_x, (c.n, d), dtype)
+        X = _inputs(k_x, (c.n, d), c.inputs, dtype)
         if c.labels == "teacher":
             A_t = _gauss(k_ta, (r_star, d), d, c.teacher_scale, dtype)
             B_t = _gauss(k_tb, (p, r_star), max(r_star, 1), 1.0, dtype)
