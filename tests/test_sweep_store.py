@@ -357,6 +357,15 @@ def test_where_is_one_read_only_expression(folder, monkeypatch, capsys, tmp_path
         "SELECT 1; COPY (SELECT 1) TO 'RUN'",
         "SELECT * FROM read_csv('/etc/passwd')",
         "INSTALL httpfs",
+        # EXPLAIN ANALYZE executes its statement (issue 33)
+        "EXPLAIN ANALYZE COPY (SELECT * FROM observables) TO 'RUN' (FORMAT parquet)",
+        "EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO 'ROOT/runs/evil.parquet' (FORMAT parquet)",
+        "EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO 'ROOT/notes.csv'",
+        "EXPLAIN ANALYZE CREATE TABLE t AS SELECT 1",
+        "EXPLAIN DROP VIEW runs",
+        "explain analyse insert into t values (1)",
+        "/* c */ EXPLAIN ANALYZE COPY (SELECT 1) TO 'ROOT/x.csv'",
+        "EXPLAIN ANALYZE SELECT 1; EXPLAIN ANALYZE COPY (SELECT 1) TO 'ROOT/y.csv'",
     ],
 )
 def test_query_cannot_write_or_read_outside_the_folder(folder, monkeypatch, capsys, sql):
@@ -368,6 +377,23 @@ def test_query_cannot_write_or_read_outside_the_folder(folder, monkeypatch, caps
     assert code == 2 and len(err.strip().splitlines()) == 1, (out, err)
     assert "root:" not in err
     assert _files(store.root) == before
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT count(*) AS n FROM runs",
+        "WITH r AS (SELECT run_id FROM runs) SELECT count(*) AS n FROM r",
+        "EXPLAIN SELECT count(*) AS n FROM runs",
+        "EXPLAIN ANALYZE SELECT count(*) AS n FROM runs",
+    ],
+)
+def test_read_statements_run(folder, monkeypatch, capsys, sql):
+    store, _ = folder
+    before = _files(store.root)
+    code, out, err = cli(monkeypatch, capsys, "query", sql, "--out", str(store.root), "--json")
+    assert code == 0, err
+    assert json.loads(out) and _files(store.root) == before
 
 
 def test_read_queries_still_work_after_the_lock(folder, monkeypatch, capsys):

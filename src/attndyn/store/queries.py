@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from pathlib import Path
 
@@ -171,11 +172,14 @@ def _invalid_where(exc: duckdb.Error) -> InputError:
 
 
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:ANALYZE\s+|ANALYSE\s+)?(?:\([^()]*\)\s*)?", re.I)
 
 
 def read_only(con: duckdb.DuckDBPyConnection, sql: str, field: str = "sql") -> None:
-    """InputError unless every statement of ``sql`` is a SELECT or EXPLAIN (no COPY, ATTACH,
-    CREATE, SET, …)."""
+    """InputError unless every statement of ``sql`` is a SELECT (WITH … SELECT included) or an
+    EXPLAIN [ANALYZE] of one: no COPY, ATTACH, CREATE, SET, … and none of them under EXPLAIN
+    (EXPLAIN ANALYZE executes its statement)."""
+    allowed = "SELECT or EXPLAIN of a SELECT"
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -184,8 +188,19 @@ def read_only(con: duckdb.DuckDBPyConnection, sql: str, field: str = "sql") -> N
         raise InputError(f"invalid value for '{field}': no statement")
     for st in statements:
         kind = st.type.name
-        if kind not in READ_STATEMENTS:
-            allowed = " or ".join(READ_STATEMENTS)
+        if kind == "EXPLAIN":
+            inner = _EXPLAIN.sub("", st.query, count=1)
+            try:
+                explained = con.extract_statements(inner) if inner != st.query else []
+            except duckdb.Error:
+                explained = []
+            kinds = [x.type.name for x in explained]
+            if kinds != ["SELECT"]:
+                raise InputError(
+                    f"invalid value for '{field}': only {allowed} statements are allowed "
+                    f"(got EXPLAIN of {'/'.join(kinds) or 'an unparsed statement'})"
+                )
+        elif kind != "SELECT":
             raise InputError(
                 f"invalid value for '{field}': only {allowed} statements are allowed (got {kind})"
             )
