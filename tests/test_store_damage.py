@@ -164,3 +164,40 @@ def test_damage_in_every_folder_is_reported_and_only_damaged_runs_are_redone(
     code, out, _ = cli(monkeypatch, capsys, "runs", "--check", "--out", str(root))
     left = {line.split(": ", 1)[0] for line in out.strip().splitlines()}
     assert left == set(list(expected)[3:4] + list(expected)[5:])  # not runs: left to the user
+
+
+def _edit_footer(path, edit) -> None:
+    """Rewrite ``path`` with its footer record changed by ``edit`` (checksums kept as written)."""
+    table = pq.read_table(path)
+    record = json.loads(table.schema.metadata[b"attndyn"])
+    edit(record)
+    pq.write_table(table.replace_schema_metadata({b"attndyn": json.dumps(record).encode()}), path)
+
+
+def test_an_edited_footer_is_damage(built, tmp_path, monkeypatch, capsys):
+    """Issue 33 item 3: a run file whose record was edited (config d 8 → 999, wall_s 10⁹, run id
+    and data checksum kept) and an experiment record with an edited value are damaged: `runs
+    --check` names them, and load-or-compute does not reuse the run."""
+    _, prebuilt, ids = built
+    root = tmp_path / "store"
+    shutil.copytree(prebuilt, root)
+    store = Store(root)
+    run = store.path(ids[0])
+
+    def edit(record):
+        record["config"]["d"] = 999
+        record["wall_s"] = 1e9
+
+    _edit_footer(run, edit)
+    _edit_footer(root / "experiments" / "exp-c-small-2.parquet",
+                 lambda r: r["claims"][0].update(value=123.0))  # fmt: skip
+    assert "footer record" in store.problem(ids[0])
+    code, out, err = cli(monkeypatch, capsys, "runs", "--check", "--out", str(root))
+    assert code == 1 and "Traceback" not in err
+    found = dict(line.split(": ", 1) for line in out.strip().splitlines())
+    assert "footer record" in found[f"runs/{ids[0]}.parquet"]
+    assert "footer record" in found["experiments/exp-c-small-2.parquet"]
+    config = runs.family_config("aim", Store(prebuilt).metadata(ids[0])["config"])
+    runs.simulation("aim", config, store)  # the edited file is quarantined and recomputed
+    assert store.problem(ids[0]) is None and store.metadata(ids[0])["config"]["d"] == 8
+    assert any((root / "quarantine").glob(f"{ids[0]}*"))

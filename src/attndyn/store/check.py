@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from attndyn.errors import InputError
-from attndyn.store.files import META_KEY, Store, checksum, results_dir, unreadable
+from attndyn.store.files import META_KEY, Store, results_dir, seal_problem, unreadable
 
 FAILURE_KEYS = ("run_id", "error", "config")
 
@@ -49,9 +49,7 @@ def experiment_problem(path: Path) -> str | None:
         return "no experiment record in its footer"
     if record.get("key") != path.stem:
         return f"its record names experiment run {record.get('key')!r}, not its file name"
-    if "checksum" in record and record["checksum"] != checksum(table):
-        return "its data do not match its checksum"
-    return None
+    return seal_problem(record, table)
 
 
 def failure_problem(path: Path) -> str | None:

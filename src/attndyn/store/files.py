@@ -1,9 +1,10 @@
 """Atomic Parquet writing and reading of single runs.
 
 A run file ``runs/<run_id>.parquet`` carries its record (JSON) in the Parquet footer under
-``attndyn``, with its ``run_id`` and a ``checksum`` of its data (:func:`checksum`). Readers check
-both (:meth:`Store.problem`): a file that cannot be read, whose footer is not a run record, whose
-record names another run, or whose data do not match the checksum is *damaged*; it is moved to
+``attndyn``, with its ``run_id``, a ``checksum`` of its data (:func:`checksum`) and a
+``record_checksum`` of the record itself (:func:`record_checksum`). Readers check them
+(:meth:`Store.problem`): a file that cannot be read, whose footer is not a run record, whose
+record names another run, or whose data or record do not match a checksum is *damaged*; it is moved to
 ``quarantine/`` (never deleted) with a one-line warning on stderr, and load-or-compute and sweeps
 treat the run as missing (docs/store.md, "Damaged files"). Experiment records carry a checksum
 too. Writers hold a per-run lock and clean up after dead writers (:mod:`attndyn.store.locks`).
@@ -88,6 +89,26 @@ def checksum(table: pa.Table) -> str:
     return h.hexdigest()[:32]
 
 
+def record_checksum(record: dict[str, Any]) -> str:
+    """SHA-256 (first 32 hex digits) of a footer record without its ``record_checksum`` key, as
+    JSON with sorted keys after the footer's own JSON round trip: the record (and through its
+    ``checksum``, the data) sealed, so an edited footer is damage."""
+    body = json.loads(json.dumps({k: v for k, v in record.items() if k != "record_checksum"},
+                                 default=str))  # fmt: skip
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def seal_problem(record: dict[str, Any], table: pa.Table) -> str | None:
+    """Why a footer ``record`` and its ``table`` do not match their checksums, or None. Files
+    written before a checksum existed are checked for the rest (the data checksum from
+    2026-11, the record's from 2026-12-05)."""
+    if "checksum" in record and record["checksum"] != checksum(table):
+        return "its data do not match its checksum"
+    if "record_checksum" in record and record["record_checksum"] != record_checksum(record):
+        return "its footer record does not match its checksum (edited)"
+    return None
+
+
 def unreadable(exc: BaseException) -> str:
     """The reason for a file that cannot be read, in one short line."""
     first = (str(exc).splitlines() or [""])[0][:120]
@@ -151,6 +172,7 @@ class Store:
         meta.update(extra or {})
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta["checksum"] = checksum(table)
+        meta["record_checksum"] = record_checksum(meta)
         table = table.replace_schema_metadata({META_KEY: json.dumps(meta).encode()})
         return self._atomic_write(table, self.runs, run_id)
 
@@ -206,6 +228,7 @@ class Store:
             "wall_s": None if wall_s is None else round(float(wall_s), 4),
             "checksum": checksum(table),
         }
+        record["record_checksum"] = record_checksum(record)
         table = table.replace_schema_metadata({META_KEY: json.dumps(record, default=str).encode()})
         return self._atomic_write(table, self.experiments, key)
 
@@ -330,8 +353,8 @@ class Store:
 
     def _checked(self, run_id: str) -> tuple[pa.Table, dict[str, Any]]:
         """The file's table and record; :class:`DamagedRun` (its reason) when it cannot be read,
-        its footer is not a run record naming ``run_id``, or its data miss the record's checksum
-        (files written before checksums existed are checked for the rest)."""
+        its footer is not a run record naming ``run_id``, or its data or its record miss their
+        checksums (:func:`seal_problem`)."""
         path = self.path(run_id)
         try:
             table = pq.read_table(path)
@@ -343,8 +366,9 @@ class Store:
         if meta is None:
             assert reason is not None  # run_record gives a reason with no record
             raise DamagedRun(path, reason)
-        if "checksum" in meta and meta["checksum"] != checksum(table):
-            raise DamagedRun(path, "its data do not match its checksum")
+        why = seal_problem(meta, table)
+        if why is not None:
+            raise DamagedRun(path, why)
         return table, meta
 
     def problem(self, run_id: str) -> str | None:
