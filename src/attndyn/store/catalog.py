@@ -161,6 +161,36 @@ def _sound(runs: Path, footers: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _verified(runs: Path, footers: dict[str, str]) -> dict[str, str]:
+    """The files of ``footers`` whose whole content passes the readers' check
+    (:meth:`attndyn.store.files.Store.problem`: data and record checksums), read in threads
+    (about 1 ms per small run); each other file gets one warning line and stays out, so a view
+    never serves a damaged file's rows. A file is checked once per change: the catalog keeps it
+    while its size and modification time stay."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attndyn.store.files import Store
+
+    store = Store(runs.parent)
+    names = sorted(footers)
+
+    def problem(name: str) -> str | None:
+        try:
+            return store.problem(name[: -len(".parquet")])
+        except FileNotFoundError:  # vanished (e.g. quarantined) since the listing
+            return ""
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        reasons = list(pool.map(problem, names))
+    out = {}
+    for name, why in zip(names, reasons, strict=True):
+        if why is None:
+            out[name] = footers[name]
+        elif why:
+            print(f"warning: skipping run file {runs / name}: {why}", file=sys.stderr)
+    return out
+
+
 def load(root: Path, save: bool = True) -> Catalog:
     """The up-to-date catalog of ``root`` (updated and saved if the runs folder changed)."""
     runs = root / "runs"
@@ -186,7 +216,7 @@ def load(root: Path, save: bool = True) -> Catalog:
         table, types = SCHEMA.empty_table(), {}
     have = set(table.column("file").to_pylist())
     new = sorted(f for f in listing if f not in have)
-    found = _sound(runs, _read_footers(runs, new))
+    found = _verified(runs, _sound(runs, _read_footers(runs, new)))
     for text in found.values():
         _merge_record(types, json.loads(text))
     names = sorted(found)
