@@ -110,3 +110,15 @@ def test_booleans_are_not_numbers_and_seeds_stay_below_2_31():
         validate(exp.Config, {"seeds": True})
     with pytest.raises(InputError, match="'seed'"):
         validate(exp.Config, {"seed": 2**32})
+
+
+def test_a_quoted_number_is_a_string_not_a_number():
+    """Issue 33 item 5: ``--set 'd="16"'`` gives the TOML string "16", which pydantic would read as
+    16; a field that takes only numbers refuses it, a bare 16 is fine, and a field that also
+    takes strings (an ``int | Literal[...]``) keeps its strings."""
+    from attndyn.core.config import parse_assignments
+
+    for _name, cls in _families():
+        with pytest.raises(InputError, match="'seeds': must be a number, not the string '4'"):
+            validate(cls, parse_assignments(['seeds="4"']))
+        assert validate(cls, parse_assignments(["seeds=4"])).seeds == 4

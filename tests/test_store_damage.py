@@ -222,3 +222,26 @@ def test_query_never_serves_a_damaged_files_rows(built, tmp_path, monkeypatch, c
     assert [r["run_id"] for r in json.loads(out)] == sorted(ids[2:])
     for rid in ids[:2]:
         assert sum(rid in line for line in err.splitlines() if "warning" in line) == 1, err
+
+
+def test_show_of_a_damaged_file_and_export_to_a_folder_are_one_line(
+    built, tmp_path, monkeypatch, capsys
+):
+    """Issue 33 items 4–5: `show` on a truncated run file or one whose record is not JSON is one
+    line with exit 1 (a damaged folder); `export --output` onto a folder is bad input (exit 2)
+    and writes nothing."""
+    _, prebuilt, ids = built
+    root = tmp_path / "store"
+    shutil.copytree(prebuilt, root)
+    store = Store(root)
+    store.path(ids[0]).write_bytes(store.path(ids[0]).read_bytes()[:200])
+    table = pq.read_table(store.path(ids[1]))
+    pq.write_table(table.replace_schema_metadata({b"attndyn": b"{x"}), store.path(ids[1]))
+    for rid, why in ((ids[0], "unreadable"), (ids[1], "not valid JSON")):
+        code, out, err = cli(monkeypatch, capsys, "show", rid, "--out", str(root))
+        assert code == 1 and len(err.strip().splitlines()) == 1 and why in err, err
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, out, err = cli(monkeypatch, capsys, "export", "--output", str(tmp_path), "--out",
+                         str(prebuilt))  # fmt: skip
+    assert code == 2 and "'output'" in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

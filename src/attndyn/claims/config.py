@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from attndyn.core.config import SEED_LIMIT, STRICT_NUMBERS, reject_booleans
+from attndyn.core.config import SEED_LIMIT, STRICT_NUMBERS, reject_non_numbers
 
 _BASE_KEY = "attndyn_base_defaults"
 SEED_FIELDS = ("seed", "seeds")
@@ -82,7 +82,7 @@ class ExperimentConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _nest(cls, values: Any) -> Any:
-        values = reject_booleans(cls, values)
+        values = reject_non_numbers(cls, values)
         if not isinstance(values, dict):
             return values
         values = dict(values)

@@ -120,6 +120,10 @@ def main(args: list[str] | None = None) -> None:
     except AttndynError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # the environment: a folder that cannot be read or written (exit 1)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"error: {one_line(exc.strerror or str(exc))}{where}", file=sys.stderr)
+        sys.exit(1)
     except click_errors.ClickException as exc:
         if isinstance(exc, getattr(click_errors, "NoArgsIsHelpError", ())):
             sys.exit(0)  # the help is printed already

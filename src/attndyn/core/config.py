@@ -62,14 +62,29 @@ def _numeric(annotation: Any) -> bool:
     return False
 
 
-def reject_booleans(model: type[BaseModel], values: Any) -> Any:
+def _only_numeric(annotation: Any) -> bool:
+    """True for int and float annotations and unions of them with None (no str member)."""
+    if get_origin(annotation) is Annotated:
+        return _only_numeric(get_args(annotation)[0])
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return bool(args) and all(_only_numeric(a) for a in args)
+    return annotation in (int, float)
+
+
+def reject_non_numbers(model: type[BaseModel], values: Any) -> Any:
     """A ``mode="before"`` check: a boolean given for a number field is an error (pydantic would
-    read ``true`` as 1)."""
+    read ``true`` as 1), and so is a string for a field that takes only numbers (pydantic would
+    read ``"16"`` as 16: ``--set 'd="16"'`` is the string)."""
     if isinstance(values, dict):
         for name, value in values.items():
             field = model.model_fields.get(name)
-            if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+            if field is None:
+                continue
+            if isinstance(value, bool) and _numeric(field.annotation):
                 raise ValueError(f"{name}: must be a number, not a boolean (got {value!r})")
+            if isinstance(value, str) and _only_numeric(field.annotation):
+                raise ValueError(f"{name}: must be a number, not the string {value!r}")
     return values
 
 
@@ -89,7 +104,7 @@ class GridConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_booleans(cls, values: Any) -> Any:
-        return reject_booleans(cls, values)
+        return reject_non_numbers(cls, values)
 
     @property
     def total_steps(self) -> int:

@@ -4,10 +4,11 @@ A run file ``runs/<run_id>.parquet`` carries its record (JSON) in the Parquet fo
 ``attndyn``, with its ``run_id``, a ``checksum`` of its data (:func:`checksum`) and a
 ``record_checksum`` of the record itself (:func:`record_checksum`). Readers check them
 (:meth:`Store.problem`): a file that cannot be read, whose footer is not a run record, whose
-record names another run, or whose data or record do not match a checksum is *damaged*; it is moved to
-``quarantine/`` (never deleted) with a one-line warning on stderr, and load-or-compute and sweeps
-treat the run as missing (docs/store.md, "Damaged files"). Experiment records carry a checksum
-too. Writers hold a per-run lock and clean up after dead writers (:mod:`attndyn.store.locks`).
+record names another run, or whose data or record do not match a checksum is *damaged*; it is
+moved to ``quarantine/`` (never deleted) with a one-line warning on stderr, and load-or-compute
+and sweeps treat the run as missing (docs/store.md, "Damaged files"). Experiment records carry
+both checksums too. Writers hold a per-run lock and clean up after dead writers
+(:mod:`attndyn.store.locks`).
 """
 
 from __future__ import annotations
@@ -347,9 +348,20 @@ class Store:
         return final
 
     def metadata(self, run_id: str) -> dict[str, Any]:
-        """The run record stored with a run."""
-        meta = pq.read_schema(self.path(run_id)).metadata or {}
-        return json.loads(meta[META_KEY])
+        """The run record stored with a run; :class:`DamagedRun` when the file cannot be read or
+        its footer is not the run's record."""
+        path = self.path(run_id)
+        try:
+            text = (pq.read_schema(path).metadata or {}).get(META_KEY)
+        except FileNotFoundError:
+            raise
+        except Exception as exc:  # truncated, not Parquet, …
+            raise DamagedRun(path, unreadable(exc)) from None
+        meta, reason = run_record(text, run_id)
+        if meta is None:
+            assert reason is not None
+            raise DamagedRun(path, reason)
+        return meta
 
     def _checked(self, run_id: str) -> tuple[pa.Table, dict[str, Any]]:
         """The file's table and record; :class:`DamagedRun` (its reason) when it cannot be read,

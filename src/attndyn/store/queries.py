@@ -301,6 +301,8 @@ def export(
     )
     sql = f"SELECT * FROM ({joined})" + (f" WHERE ({where})" if where else "")
     sql += " ORDER BY run_id, name, seed, time"
+    if output.is_dir():
+        raise InputError(f"invalid value for 'output': {output} is a folder; give a file name")
     tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
     planned(con, sql, params)  # bad SQL: nothing is written
     try:
