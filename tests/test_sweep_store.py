@@ -496,3 +496,15 @@ def test_an_empty_parquet_in_experiments_or_failures_breaks_no_read_command(
         code, out, err = cli(monkeypatch, capsys, *args, "--out", str(store.root))
         assert code == 0, (args, err)
         assert "skipping file" in err and "unreadable" in err and "Traceback" not in err
+
+
+def test_a_table_shows_at_most_a_thousand_rows(folder, monkeypatch, capsys):
+    """Issue 33 item 5: 10⁶ rows as a table took 215 s and 1.1 GB; a table shows the first
+    1,000 and says how to get all (--csv and --json print every row)."""
+    store, _ = folder
+    sql = "SELECT range AS i FROM range(5000)"
+    code, out, err = cli(monkeypatch, capsys, "query", sql, "--out", str(store.root))
+    assert code == 0 and "showing the first 1,000 of 5,000 rows" in err
+    assert " 999 " in out and " 1000 " not in out
+    code, out, err = cli(monkeypatch, capsys, "query", sql, "--csv", "--out", str(store.root))
+    assert code == 0 and len(out.strip().splitlines()) == 5001

@@ -2,6 +2,7 @@
 ``summary`` and ``report`` (docs/store.md, docs/report.md)."""
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,9 @@ from attndyn.errors import InputError
 
 FIXED = ["run_id", "family", "experiment", "status", "n_diverged", "wall_s", "created"]
 HIDDEN = {"kind", "sweep", "version", "schema", "file"}
+
+
+TABLE_ROWS = 1000  # rows a table shows: rendering 10⁶ rows took minutes and a gigabyte
 
 
 def query(
@@ -42,7 +46,13 @@ def query(
         raise InputError(f"invalid SQL: {str(exc).splitlines()[0]}") from None
     if print_frame(frame, as_json, as_csv):
         return
-    print_fitted(list(map(str, frame.columns)), frame.values.tolist(), None, "--json or --csv")
+    shown = frame.head(TABLE_ROWS)
+    print_fitted(list(map(str, shown.columns)), shown.values.tolist(), None, "--json or --csv")
+    if len(frame) > TABLE_ROWS:
+        print(
+            f"showing the first {TABLE_ROWS:,} of {len(frame):,} rows; --csv or --json for all",
+            file=sys.stderr,
+        )
 
 
 def runs(
