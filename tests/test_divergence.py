@@ -165,3 +165,21 @@ def test_contract_rejects_a_bad_overflow_bound(bad):
         check_family(fake, "aim")
     fake.OVERFLOW = 1e12
     check_family(fake, "aim")
+
+
+def test_the_documented_final_value_idiom_is_null_for_a_diverged_seed(tmp_path):
+    """Issue 33 item 5: docs/store.md and the README read a seed's final value with
+    arg_max_null(value, time), NULL for a diverged seed; arg_max would return its last finite
+    value, from before the divergence."""
+    out = tmp_path / "res"
+    args = ["simulate", "aim", "--out", str(out), "--json", "--set", "lr=1e30"]
+    for kv in ("d=4", "seeds=2", "t_max=0.01", "records=3", "test_size=4"):
+        args += ["--set", kv]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    assert "arg_max_null(value, time)" in README.read_text()
+    sql = ("SELECT seed, {f}(value, time) AS p FROM observables WHERE name = 'p_12' "
+           "GROUP BY ALL ORDER BY seed")  # fmt: skip
+    for f, null in (("arg_max_null", True), ("arg_max", False)):
+        res = CliRunner().invoke(app, ["query", sql.format(f=f), "--out", str(out), "--json"])
+        rows = json.loads(res.stdout)
+        assert [r["p"] is None for r in rows] == [null, null], (f, rows)
