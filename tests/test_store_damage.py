@@ -245,3 +245,21 @@ def test_show_of_a_damaged_file_and_export_to_a_folder_are_one_line(
                          str(prebuilt))  # fmt: skip
     assert code == 2 and "'output'" in err and len(err.strip().splitlines()) == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_linked_run_file_is_left_out_and_reported(built, tmp_path, monkeypatch, capsys):
+    """Issue 33 item 4: a run file replaced by a symbolic link to a copy outside the folder made
+    `report` end in a traceback (the views cannot read outside the folder); the catalog now
+    leaves links out with one warning and `runs --check` names them."""
+    _, prebuilt, ids = built
+    root = tmp_path / "store"
+    shutil.copytree(prebuilt, root)
+    store = Store(root)
+    shutil.rmtree(root / "experiments")  # the fixture's records are minimal, not reportable
+    outside = tmp_path / "elsewhere.parquet"
+    store.path(ids[0]).rename(outside)
+    store.path(ids[0]).symlink_to(outside)
+    code, out, err = cli(monkeypatch, capsys, "report", "--out", str(root))
+    assert code == 0 and "Traceback" not in err and "symbolic link" in err, err
+    code, out, err = cli(monkeypatch, capsys, "runs", "--check", "--out", str(root))
+    assert code == 1 and f"runs/{ids[0]}.parquet: a symbolic link" in out

@@ -93,6 +93,9 @@ def _listing(runs: Path) -> dict[str, tuple[int, int]]:
             name = entry.name
             if name.startswith(".") or not name.endswith(".parquet"):
                 continue
+            if entry.is_symlink():  # never a stored run (the store writes plain files)
+                print(f"warning: skipping run file {runs / name}: a symbolic link", file=sys.stderr)
+                continue
             with contextlib.suppress(OSError):
                 st = entry.stat()
                 out[name] = (st.st_mtime_ns, st.st_size)

@@ -24,6 +24,7 @@ from attndyn.errors import InputError
 from attndyn.store.files import META_KEY, Store, results_dir, seal_problem, unreadable
 
 FAILURE_KEYS = ("run_id", "error", "config")
+LINK = "a symbolic link (results are plain files; queries cannot read outside the folder)"
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,9 @@ def problems(root: Path) -> list[Problem]:
     }
     for folder, check in checks.items():
         for path in _entries(folder):
+            if path.is_symlink():
+                add(path, LINK)
+                continue
             if path.is_dir() or path.suffix != ".parquet":
                 add(path, "foreign file (not a .parquet file of this folder)")
                 continue
