@@ -263,3 +263,18 @@ def test_a_linked_run_file_is_left_out_and_reported(built, tmp_path, monkeypatch
     assert code == 0 and "Traceback" not in err and "symbolic link" in err, err
     code, out, err = cli(monkeypatch, capsys, "runs", "--check", "--out", str(root))
     assert code == 1 and f"runs/{ids[0]}.parquet: a symbolic link" in out
+
+
+def test_a_run_stored_meanwhile_by_another_sweep_counts_as_skipped(tmp_path):
+    """Issue 33 item 5: two sweeps on one folder both reported ran = 4 though each run was
+    computed once; a run that another process stored after this sweep's plan is skipped."""
+    from attndyn.sweep import plan_sweep
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.replace("[0, 1, 2, 3, 4, 5]", "[0, 1, 2]"))
+    root = tmp_path / "store"
+    plan = plan_sweep(spec, root)  # nothing stored yet
+    first = plan.items[0]
+    runs.simulation("aim", runs.family_config("aim", first.config), Store(root))  # the other
+    summary = run_sweep(plan, root, workers=1, progress=False)
+    assert (summary.done, summary.skipped, summary.failed) == (2, 1, 0)

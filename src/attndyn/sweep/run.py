@@ -172,7 +172,7 @@ def run_sweep(
     start = time.perf_counter()
 
     def on_result(task: Task, result: TaskResult) -> None:
-        done = failed = 0
+        done = failed = present = 0
         for r in task.runs:
             if r.run_id in plan.stored:
                 continue
@@ -181,11 +181,14 @@ def run_sweep(
                 failed += 1
                 error = result.errors.get(r.run_id, "no result")
                 summary.failures.append({"run_id": r.run_id, "error": error})
+            elif status == "present":  # stored meanwhile by another process: not run here
+                present += 1
             else:
                 done += 1
         summary.done += done
         summary.failed += failed
-        _report(done, failed)
+        summary.skipped += present
+        _report(done, failed, present)
 
     def on_error(task: Task, exc: BaseException) -> None:
         done = failed = 0
@@ -217,8 +220,11 @@ def run_sweep(
     return summary
 
 
-def _report(done: int, failed: int) -> None:
-    """A task's runs, finished or failed, to the progress hook (the one display counts them)."""
+def _report(done: int, failed: int, present: int = 0) -> None:
+    """A task's runs, finished, failed or found stored, to the progress hook (the one display
+    counts them)."""
+    for _ in range(present):
+        run_finished(True)
     for _ in range(done):
         run_finished(False)
     for _ in range(failed):
