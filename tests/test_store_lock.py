@@ -144,3 +144,18 @@ def test_results_in_python_on_a_missing_folder_is_an_input_error(tmp_path):
 
     with pytest.raises(InputError, match="no results folder"):
         attndyn.results(tmp_path / "missing")
+
+
+def test_a_config_refused_at_build_time_leaves_nothing(tmp_path, monkeypatch, capsys):
+    """Issue 33 item 5: `simulate markov` with a track outside [0, d) is refused only when the
+    model is built, under the run's lock: exit 2 with one line, and neither the lock file nor the
+    folders the lock created stay."""
+    out = tmp_path / "res"
+    code, _, err = cli(monkeypatch, capsys, "simulate", "markov", "--set", "d=4", "--set",
+                       "track=[99]", "--out", str(out))  # fmt: skip
+    assert code == 2 and "'track'" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+    (out / "runs").mkdir(parents=True)  # an existing folder keeps what it had
+    code, _, _ = cli(monkeypatch, capsys, "simulate", "markov", "--set", "d=4", "--set",
+                     "track=[99]", "--out", str(out))  # fmt: skip
+    assert code == 2 and sorted(p.name for p in out.rglob("*")) == ["runs"]

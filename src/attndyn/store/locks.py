@@ -33,13 +33,23 @@ _cleaned: set[tuple[int, str]] = set()  # (pid, folder) already cleaned by this 
 @contextlib.contextmanager
 def locked(root: Path, keys: Iterable[str]) -> Iterator[None]:
     """Hold the locks of ``keys`` (in sorted order, so two holders never deadlock); says once on
-    stderr when another process holds one and this one waits."""
+    stderr when another process holds one and this one waits. When the block fails on bad input
+    (InputError: nothing was computed), the lock files and folders this call created are removed,
+    so a rejected config leaves nothing behind (only a process with the same bad config could
+    race for them)."""
+    from attndyn.errors import InputError
+
     folder = Path(root) / "locks"
+    new_folders = [p for p in (folder, *folder.parents) if not p.exists()]  # deepest first
     folder.mkdir(parents=True, exist_ok=True)
     held: list[filelock.BaseFileLock] = []
+    created: list[Path] = []
+    bad_input = False
     try:
         for key in sorted(set(keys)):
-            lock: filelock.BaseFileLock = filelock.FileLock(folder / f"{key}.lock")
+            path = folder / f"{key}.lock"
+            new = not path.exists()
+            lock: filelock.BaseFileLock = filelock.FileLock(path)
             try:
                 lock.acquire(timeout=0)
             except filelock.Timeout:
@@ -50,10 +60,22 @@ def locked(root: Path, keys: Iterable[str]) -> Iterator[None]:
                 )
                 lock.acquire()
             held.append(lock)
+            if new:
+                created.append(path)
         yield
+    except InputError:
+        bad_input = True
+        raise
     finally:
         for lock in reversed(held):
             lock.release()
+        if bad_input:
+            for path in created:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            for new_folder in new_folders:
+                with contextlib.suppress(OSError):
+                    new_folder.rmdir()  # only when empty
 
 
 def temp_path(folder: Path, key: str) -> Path:
