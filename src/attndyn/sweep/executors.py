@@ -49,8 +49,18 @@ def default_workers() -> int:
 def worker_environment() -> Iterator[None]:
     """Within: the process environment that spawned workers inherit (one BLAS/XLA thread).
     This process's own JAX, if already started, is unaffected."""
-    saved = {k: os.environ.get(k) for k in single_thread_env()}
-    os.environ.update(single_thread_env())
+    with _environment(single_thread_env()):
+        yield
+
+
+STOP_S = 1.0  # how long an interrupted sweep lets its workers unwind before it kills them
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """Within: ``values`` set in the process environment (restored after)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
     try:
         yield
     finally:
@@ -92,7 +102,10 @@ def run_local(
     pending = list(tasks)
     restarts = 0
     ctx = mp.get_context("spawn")
-    with worker_environment():
+    # the semaphores of workers killed on an interrupt are reported at exit by multiprocessing's
+    # resource tracker (started with the pool, so it inherits this): the kernel frees them anyway
+    quiet = {"PYTHONWARNINGS": "ignore::UserWarning:multiprocessing.resource_tracker"}
+    with worker_environment(), _environment(quiet):
         while pending:
             pool = ProcessPoolExecutor(
                 max_workers=max(1, min(workers, len(pending))),
@@ -129,9 +142,15 @@ def run_local(
                 for proc in procs:
                     with contextlib.suppress(Exception):
                         proc.terminate()
+                # SIGTERM unwinds a worker once it is back in Python; one inside a long XLA
+                # call would hold the exit for its duration (10–14 s measured): kill it
+                deadline = time.monotonic() + STOP_S
                 for proc in procs:
                     with contextlib.suppress(Exception):
-                        proc.join(timeout=10)
+                        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+                        if proc.is_alive():
+                            proc.kill()
+                            proc.join(timeout=1)
                 Store(root).clean_temporary(pids={p.pid for p in procs if p.pid})
                 raise
             pool.shutdown(wait=True)
