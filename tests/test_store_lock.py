@@ -159,3 +159,21 @@ def test_a_config_refused_at_build_time_leaves_nothing(tmp_path, monkeypatch, ca
     code, _, _ = cli(monkeypatch, capsys, "simulate", "markov", "--set", "d=4", "--set",
                      "track=[99]", "--out", str(out))  # fmt: skip
     assert code == 2 and sorted(p.name for p in out.rglob("*")) == ["runs"]
+
+
+@pytest.mark.parametrize("args", [("runs",), ("query", "SELECT 1"), ("runs", "--check")])
+def test_a_folder_that_cannot_be_read_is_one_line_exit_1(tmp_path, monkeypatch, capsys, args):
+    """Issue 33 item 4: a folder the user cannot read raised PermissionError through every read
+    command (as root the permission cannot be taken away, so the error is injected): one line,
+    exit 1 (the environment, not the input)."""
+    import attndyn.store.catalog as catalog
+    import attndyn.store.check as check_mod
+
+    def refuse(*_a, **_k):
+        raise PermissionError(13, "Permission denied", str(tmp_path / "runs"))
+
+    monkeypatch.setattr(catalog, "load", refuse)  # every view opens the catalog
+    monkeypatch.setattr(check_mod, "problems", refuse)
+    (tmp_path / "runs").mkdir()
+    code, out, err = cli(monkeypatch, capsys, *args, "--out", str(tmp_path))
+    assert code == 1 and err.strip() == f"error: Permission denied: {tmp_path / 'runs'}", err
