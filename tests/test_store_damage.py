@@ -278,3 +278,15 @@ def test_a_run_stored_meanwhile_by_another_sweep_counts_as_skipped(tmp_path):
     runs.simulation("aim", runs.family_config("aim", first.config), Store(root))  # the other
     summary = run_sweep(plan, root, workers=1, progress=False)
     assert (summary.done, summary.skipped, summary.failed) == (2, 1, 0)
+
+
+def test_report_into_an_unwritable_place_is_one_line(built, tmp_path, monkeypatch, capsys):
+    """Issue 33 item 4: `report --output` under /proc (not writable even for root) ended in a
+    traceback: one line, exit 1."""
+    _, prebuilt, _ = built
+    root = tmp_path / "store"
+    shutil.copytree(prebuilt, root)
+    shutil.rmtree(root / "experiments")  # the fixture's records are minimal, not reportable
+    code, out, err = cli(monkeypatch, capsys, "report", "--out", str(root), "--output",
+                         "/proc/attndyn-report")  # fmt: skip
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
