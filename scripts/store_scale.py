@@ -117,6 +117,28 @@ def timed(root: Path, what: str, sql: str = "", views: str | None = None) -> dic
     return json.loads(proc.stdout)
 
 
+def check_cost(root: Path, repeats: int = 3) -> None:
+    """The catalog's first build with and without its whole-file check (``catalog._verified``),
+    alternating in this process (the same files, the same load)."""
+    from attndyn.store import catalog as cat
+
+    check = cat._verified
+
+    def build(verify: bool) -> float:
+        (root / cat.CATALOG).unlink(missing_ok=True)
+        cat._verified = check if verify else (lambda runs, footers: footers)
+        try:
+            start = time.perf_counter()
+            cat.load(root)
+            return time.perf_counter() - start
+        finally:
+            cat._verified = check
+
+    for _ in range(repeats):
+        bare, full = build(False), build(True)
+        print(f"catalog build: footers only {bare:.2f} s, with the whole-file check {full:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000)
@@ -127,12 +149,20 @@ def main() -> None:
         "--compare",
         help="also time this views module (e.g. the store's views.py before the catalog)",
     )
+    parser.add_argument(
+        "--check-cost",
+        action="store_true",
+        help="only time the catalog's first build with and without its whole-file check",
+    )
     args = parser.parse_args()
     root = args.root
     if not args.no_create:
         shutil.rmtree(root, ignore_errors=True)
         print(f"creating {args.n} runs in {root} ...", flush=True)
         print(f"create: {create(root, args.n, args.workers):.1f} s", flush=True)
+    if args.check_cost:
+        check_cost(root)
+        return
     catalog = root / "catalog.parquet"
     if catalog.exists():
         catalog.unlink()
