@@ -334,6 +334,7 @@ def orbit_generators(c: LangevinConfig) -> list[Callable[[Params], Params]]:
     (W_Q, W_K) ↦ (W_Q X, W_K X) and, with a trained output, (W_V, W_O) ↦ (W_V X, −X W_O). F is
     constant along each (d/dt F(θ + tGθ) = 0 at t = 0). Pairs with a frozen group are not
     covered (their group is a stabiliser subgroup): ValueError."""
+    pairs: list[tuple[str, str, int | None, int]]
     if c.model == "lora":
         pairs = [("B", "A", None, c.rank)]
     elif c.model == "attention":

@@ -267,7 +267,7 @@ def laplace_next_order(f, x: np.ndarray, tangents, flat: int) -> dict[str, float
     ``x`` is polished by Newton steps on the non-flat directions first. Returns c, b, its four
     terms, p_eff, f(x) and ‖∇f(x)‖."""
     with jax.enable_x64(True):
-        x = jnp.asarray(x, jnp.float64)
+        x = np.asarray(x, np.float64)
         grad, hess = jax.jit(jax.grad(f)), jax.jit(jax.hessian(f))
         for _ in range(10):
             w, U = np.linalg.eigh(np.asarray(hess(x)))
