@@ -293,7 +293,10 @@ all 128 SGD chains at s = 0.1 diverged; the SGD gaps 0.090, 0.213, 0.672 at s = 
 s = 0.1 lies above it. Run 2026-12-05 with the grid scaled to 0.5 s_c (0.0463, 0.0231, 0.0116,
 0.00579): **valid, passed** — SDE slope 0.9972 [0.9949, 0.9995], SGD slope 1.2917 [1.2851,
 1.2983], SDE gap over s·p_eff/4 0.9987 [0.9952, 1.0023] (p_eff = 384), SGD gap over (s/4) tr Σ̂_b
-1.0612 [1.0498, 1.0725]; SGD/SDE gap ratio 0.0689 against tr Σ̂_b/p_eff = 0.0648.
+1.0612 [1.0498, 1.0725]; SGD/SDE gap ratio 0.0689 against tr Σ̂_b/p_eff = 0.0648. Run again
+2026-12-05 with the weak errors (48.6 min under load 3–4): valid, passed, `sde-weak-linear`
+0.9543 [0.9483, 0.9604] (E F_SDE − E F_SGD = 2.613 … 0.360) and `weak-ratio` 0.026 [−0.010,
+0.062] at s = 0.00578 (ODE −0.037, sme1 +0.0010).
 """
 
 
@@ -335,8 +338,8 @@ class LangevinVsSGD(Experiment):
         "paper": "the digest's test choices at full size (none are published): LoRA width 64, "
         "d = 16, rank 4, n = 256; s ∈ {0.1, 0.05, 0.025, 0.0125}, 128 chains, t_max = 60, "
         "burn 15, h = 0.005; the grid is scaled to 0.5 s_c before running (s_c = 0.0926 here: "
-        "0.0463 … 0.00579; valid and passed, 2026-12-05; with the grid as given it was invalid, "
-        "SGD diverging at s = 0.1: notes).",
+        "0.0463 … 0.00579; valid and passed, 2026-12-05, the weak errors included; with the grid "
+        "as given it was invalid, SGD diverging at s = 0.1: notes).",
     }
     controls = {
         "sme-at-2s": Control(
