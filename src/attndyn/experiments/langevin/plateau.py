@@ -248,8 +248,9 @@ class LangevinPlateau(Experiment):
                 out["sims"][(m, s)] = pc.simulate(ctx, config, base, run_s)
             values = pc.potential_fields(base)
             out["minimum"][m] = mn = pc.minimum(ctx, config, values)
-            start = pc.GD_SEED + config.seed + int(np.argmin(mn["F"]))
-            out["next_order"][m] = next_order(ctx, values, start, config.gd_steps)
+            if mn["F"].size:  # none in a dry run: the start is not known
+                start = pc.GD_SEED + config.seed + int(np.argmin(mn["F"]))
+                out["next_order"][m] = next_order(ctx, values, start, config.gd_steps)
         return out
 
     def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:

@@ -137,7 +137,11 @@ def minimum(ctx: RunContext, config: Any, values: dict[str, Any]) -> dict[str, n
         )
 
     tr = ctx.compute(MINIMUM_RUN, mc, compute)
-    return {k: _finite(tr[k].values) for k in ("F", "grad_sq", "eig", "orbit")}
+    # a dry run's placeholder has no values: empty arrays
+    return {
+        k: _finite(tr[k].values) if k in tr else np.array([])
+        for k in ("F", "grad_sq", "eig", "orbit")
+    }
 
 
 def _finite(x) -> np.ndarray:
