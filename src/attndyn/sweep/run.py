@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,8 @@ def run_sweep(
         total=len(plan.items),
         skipped=len(plan.stored),
     )
-    todo = [replace(t, devices=devices) for t in plan.todo]
+    token = uuid.uuid4().hex[:16]  # marks the runs this invocation stores (tasks._present)
+    todo = [replace(t, devices=devices, token=token) for t in plan.todo]
     summary.tasks = len(todo)
     if not todo:
         _count_diverged(summary, plan)

@@ -45,6 +45,7 @@ class Task:
     groups: tuple[Group, ...]
     preset: str | None = None
     devices: int | None = None  # seeds sharded over this many devices (None: the default)
+    token: str | None = None  # this sweep invocation's, in its runs' records (``sweep_token``)
 
     @property
     def runs(self) -> list[RunItem]:
@@ -53,8 +54,9 @@ class Task:
 
 @dataclass
 class TaskResult:
-    """What a worker reports: per run, ``ok`` (stored now), ``present`` (already stored, not
-    rewritten) or ``failed`` (with the error's one line)."""
+    """What a worker reports: per run, ``ok`` (stored now, or by an earlier attempt of this
+    sweep), ``present`` (already stored by another process, not rewritten) or ``failed`` (with
+    the error's one line)."""
 
     index: int
     status: dict[str, str] = field(default_factory=dict)
@@ -162,9 +164,22 @@ def run_task(task: Task, root: str) -> TaskResult:
                 missing = [r for r in missing if not _stored(store, r)]
                 _run_missing(task, group, missing, store, result)
         for r in group.runs:
-            result.status.setdefault(r.run_id, "present")
+            if r.run_id not in result.status:
+                result.status[r.run_id] = _present(store, task, r)
     result.wall_s = time.perf_counter() - start
     return result
+
+
+def _present(store, task: Task, r: RunItem) -> str:
+    """A run found stored: ``ok`` when this sweep invocation stored it (an earlier attempt of
+    the task, whose worker was lost after writing), else ``present`` (another process did)."""
+    if task.kind != "family" or task.token is None:
+        return "present"
+    try:
+        mine = store.metadata(r.run_id).get("sweep_token") == task.token
+    except Exception:  # noqa: BLE001 - unreadable now: not this sweep's to claim
+        mine = False
+    return "ok" if mine else "present"
 
 
 def _run_missing(task: Task, group: Group, missing: list[RunItem], store, result) -> None:
@@ -232,7 +247,11 @@ def _run_group(task: Task, group: Group, missing: list[RunItem], store) -> None:
     else:
         traj = module.simulate(configs[group.runs[0].run_id], seeds=list(group.seeds))
     wall = (time.perf_counter() - start) / len(group.runs)
-    extra = {"sweep": task.sweep, "vmap_seeds": list(group.seeds) if group.seeds else None}
+    extra = {
+        "sweep": task.sweep,
+        "sweep_token": task.token,
+        "vmap_seeds": list(group.seeds) if group.seeds else None,
+    }
     for r in missing:
         config = configs[r.run_id]
         part = traj.sel(seed=_seed_range(r.config)) if group.seeds is not None else traj.copy()
