@@ -165,33 +165,14 @@ def _sound(runs: Path, footers: dict[str, str]) -> dict[str, str]:
 
 
 def _verified(runs: Path, footers: dict[str, str]) -> dict[str, str]:
-    """The files of ``footers`` whose whole content passes the readers' check
-    (:meth:`attndyn.store.files.Store.problem`: data and record checksums), read in threads
-    (about 1 ms per small run); each other file gets one warning line and stays out, so a view
-    never serves a damaged file's rows. A file is checked once per change: the catalog keeps it
-    while its size and modification time stay."""
-    from concurrent.futures import ThreadPoolExecutor
+    """The files of ``footers`` whose whole content passes the readers' check (data and record
+    checksums, :func:`attndyn.store.files.damaged_files`, each other one named on stderr), so a
+    view never serves a damaged file's rows. A file is checked once per change: the catalog
+    keeps it while its size and modification time stay."""
+    from attndyn.store.files import Store, damaged_files
 
-    from attndyn.store.files import Store
-
-    store = Store(runs.parent)
-    names = sorted(footers)
-
-    def problem(name: str) -> str | None:
-        try:
-            return store.problem(name[: -len(".parquet")])
-        except FileNotFoundError:  # vanished (e.g. quarantined) since the listing
-            return ""
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        reasons = list(pool.map(problem, names))
-    out = {}
-    for name, why in zip(names, reasons, strict=True):
-        if why is None:
-            out[name] = footers[name]
-        elif why:
-            print(f"warning: skipping run file {runs / name}: {why}", file=sys.stderr)
-    return out
+    bad = damaged_files(Store(runs.parent), list(footers))
+    return {name: text for name, text in footers.items() if name not in bad}
 
 
 def load(root: Path, save: bool = True) -> Catalog:

@@ -150,21 +150,10 @@ def reconnect(root, bad: set[str]) -> duckdb.DuckDBPyConnection:
 
 def damaged_runs(con: duckdb.DuckDBPyConnection, root) -> set[str]:
     """File names of the catalogued runs that fail their checks, each named on stderr."""
-    import sys
-    from concurrent.futures import ThreadPoolExecutor
+    from attndyn.store.files import Store, damaged_files
 
-    from attndyn.store.files import Store
-
-    store = Store(root)
     names = [Path(f).name for (f,) in con.execute("SELECT file FROM runs").fetchall()]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        reasons = list(pool.map(lambda n: store.problem(n[: -len(".parquet")]), names))
-    bad = set()
-    for name, why in zip(names, reasons, strict=True):
-        if why is not None:
-            print(f"warning: skipping run file {store.runs / name}: {why}", file=sys.stderr)
-            bad.add(name)
-    return bad
+    return damaged_files(Store(root), names)
 
 
 def _invalid_where(exc: duckdb.Error) -> InputError:
