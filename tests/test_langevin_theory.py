@@ -47,9 +47,11 @@ def test_ou_moments_match_the_trainer():
     mc, vc = ou.moments(t, lam, s, x0, s0)
     assert np.max(np.abs(mc - m)) < h * lam * x0 and np.max(np.abs(vc - v)) < h * (s + lam * s0**2)
     # decay rate of E θ₁: the EM chain's −log(1 − λh)/h = λ(1 + λh/2 + …), fitted while the mean
-    # stays above 10 standard errors
+    # stays above 10 standard errors, within 0.08 λ: over seeds 0, 1000, …, 7000 the fit's error
+    # was +0.019 ± 0.014 (the log of a noisy mean biases the fitted slope up), so 0.08 is the
+    # bias plus 4 standard deviations; a rate 10 % off fails it
     rate = exponential_rate(t, x.mean(0), 0.0, 10 * se_mean[-1])
-    assert abs(rate - (-math.log(1 - lam * h) / h)) < 0.03 * lam, rate
+    assert abs(rate - (-math.log(1 - lam * h) / h)) < 0.08 * lam, rate
     # plateau: at t = 4 the variance is the EM chain's stationary s/(λ(2 − λh)) up to e^{−8}
     station = ou.stationary_variance(lam, s, h)
     assert abs(x[:, -1].var(ddof=1) - station) <= Z * se_var[-1] + s0**2 * math.exp(-2 * lam * 4)

@@ -21,8 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
 
-SCHEMA_VERSION = 1
-"""Bumped whenever stored results would change meaning; part of every run id."""
+SCHEMA_VERSION = 2
+"""Bumped whenever stored results would change meaning; part of every run id, so runs stored
+under another version are kept (and queryable) but never reused. History: 2 (2026-12-06) —
+the Langevin family's Euler–Maruyama noise is drawn counter-based by (chain, step, element)
+(:func:`attndyn.core.updates.gaussian_noise`), which changes every stored ``sde``/``lmc`` value;
+no other family's values changed."""
 
 
 OptimizerName = Literal["sgd", "momentum", "adam", "adamw", "rmsprop"]

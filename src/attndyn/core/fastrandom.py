@@ -56,16 +56,49 @@ def supported(key: jax.Array, shape: tuple[int, ...], dtype) -> bool:
     )
 
 
+def _normal_from_bits(b1: jax.Array, b2: jax.Array, dtype) -> jax.Array:
+    """JAX's map from one hash output to a standard normal (jax/_src/random): float32 takes the
+    top 23 bits of b₁ ⊕ b₂, float64 the top 52 of b₁·2³² + b₂, as the mantissa of 1.m; then
+    u = max(lo, (1.m − 1)(1 − lo) + lo), lo = nextafter(−1, 0), and z = √2 erf⁻¹(u)."""
+    dtype = jnp.dtype(dtype)
+    if dtype == jnp.float32:
+        bits = lax.shift_right_logical(b1 ^ b2, np.uint32(32 - 23)) | np.uint32(0x3F800000)
+    else:
+        wide = lax.shift_left(b1.astype(jnp.uint64), np.uint64(32)) | b2.astype(jnp.uint64)
+        bits = lax.shift_right_logical(wide, np.uint64(64 - 52)) | np.uint64(0x3FF0000000000000)
+    floats = lax.bitcast_convert_type(bits, dtype) - dtype.type(1.0)
+    lo = np.nextafter(dtype.type(-1.0), dtype.type(0.0))
+    u = lax.max(lo, floats * (dtype.type(1.0) - lo) + lo)
+    return dtype.type(np.sqrt(2)) * lax.erf_inv(u)
+
+
 def normal(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
     """Standard normals of ``shape``: equal to ``jax.random.normal(key, shape, dtype)``."""
     shape = tuple(int(s) for s in shape)
     if not supported(key, shape, dtype):
         return jax.random.normal(key, shape, dtype)
-    n = math.prod(shape)
-    counts = lax.iota(np.uint32, n)
+    counts = lax.iota(np.uint32, math.prod(shape))
     b1, b2 = threefry2x32(key[0], key[1], jnp.zeros_like(counts), counts)
-    bits = lax.shift_right_logical(b1 ^ b2, np.uint32(32 - 23)) | np.uint32(0x3F800000)
-    floats = lax.bitcast_convert_type(bits, jnp.float32) - np.float32(1.0)
-    lo = np.nextafter(np.float32(-1.0), np.float32(0.0))
-    u = lax.max(lo, floats * (np.float32(1.0) - lo) + lo)
-    return (np.float32(np.sqrt(2)) * lax.erf_inv(u)).reshape(shape)
+    return _normal_from_bits(b1, b2, dtype).reshape(shape)
+
+
+def counter_normal(
+    key: jax.Array, step: jax.Array, shape: tuple[int, ...], offset: int = 0, dtype=jnp.float32
+) -> jax.Array:
+    """Standard normals of ``shape`` for step k = ``step``, counter-based: element n (row-major)
+    is the normal of the hash threefry2x32(key, (k + 1, offset + n)) under the map of
+    ``jax.random.normal``. One hash per element, no key derivation: a stream indexed by (key,
+    step, element), so a chain's draws depend on neither the other chains nor the order in which
+    steps are taken. The high counter word k + 1 is never 0, so the stream is disjoint from every
+    ``fold_in(key, i)`` and ``split(key)`` of the same raw key (their counters are (0, i)).
+    Needs a raw ``uint32[2]`` key, k < 2³² − 1 and offset + size ≤ 2³²."""
+    shape = tuple(int(s) for s in shape)
+    size = math.prod(shape)
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) or key.shape != (2,):
+        raise ValueError("counter_normal needs a raw uint32[2] threefry key")
+    if offset + size > 2**32:
+        raise ValueError(f"counter_normal: offset + size = {offset + size} exceeds 2**32")
+    counts = lax.iota(np.uint32, size) + np.uint32(offset)
+    high = jnp.broadcast_to(jnp.asarray(step).astype(jnp.uint32) + np.uint32(1), counts.shape)
+    b1, b2 = threefry2x32(key[0], key[1], high, counts)
+    return _normal_from_bits(b1, b2, dtype).reshape(shape)

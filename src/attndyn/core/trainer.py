@@ -5,17 +5,19 @@ Problem's update rule (an optax transformation, :mod:`attndyn.core.updates`):
 
     (u, opt_state) ← update(∇L̄(θ; batch), opt_state, θ; key),    θ ← Π(θ + u),
 
-where L̄ is the batch-mean loss and Π the optional projection. The default rule, per group g,
-is SGD: u_g = −η_g s_g(k)(∇_g L̄ + λ_g θ_g). A rule that draws noise gets ``key =
-fold_in(step key, UPDATE_STREAM)``, so a seed's trajectory, noise included, does not depend on the
-record grid. Steps between record points run in jitted ``fori_loop`` chunks of about
-:data:`attndyn.core.progress.TARGET_S` wall seconds each (the trip count is traced: one
-compilation serves every chunk), so that progress is reported and Ctrl-C is honoured between
-chunks; the chunking does not change the trajectory. Seeds run in parallel under ``vmap``, their
-arrays sharded over the devices that :func:`attndyn.core.devices.count` chooses. A seed whose
-loss or parameters become non-finite is frozen (parameters and optimiser state) at its last
-finite values and marked with the step at which it diverged;
-the run completes, and the Trajectory stores the seed's later records as missing
+where L̄ is the batch-mean loss and Π the optional projection. The default rule, per group g, is
+SGD: u_g = −η_g s_g(k)(∇_g L̄ + λ_g θ_g). A rule that draws noise gets the seed's data key itself as
+``key`` and indexes its draws by (step, element) with counters whose high word is never 0
+(:func:`attndyn.core.fastrandom.counter_normal`), a stream disjoint from the step keys
+``fold_in(data_key, k)``; so a seed's trajectory, noise included, depends neither on the record grid
+nor on the other seeds, and no key is derived per step for it. Steps between record points run in
+jitted ``fori_loop`` chunks of about :data:`attndyn.core.progress.TARGET_S` wall seconds each (the
+trip count is traced: one compilation serves every chunk), so that progress is reported and Ctrl-C
+is honoured between chunks; the chunking does not change the trajectory. Seeds run in parallel under
+``vmap``, their arrays sharded over the devices that :func:`attndyn.core.devices.count` chooses. A
+seed whose loss or parameters become non-finite is frozen (parameters and optimiser state) at its
+last finite values and marked with the step at which it diverged; the run completes, and the
+Trajectory stores the seed's later records as missing
 (:func:`attndyn.core.trajectory.mark_divergence`, which also marks non-finite or overflowing
 observables).
 """
@@ -38,11 +40,6 @@ from attndyn.core.progress import Chunker, report_steps
 enable_compilation_cache()  # idempotent; every simulation imports the trainer
 
 Params = dict[str, jnp.ndarray]
-
-UPDATE_STREAM = 0x75706474  # "updt"
-"""Folded into the step key for the update rule's key. ``split(key, n)[i]`` equals
-``fold_in(key, i)`` (partitionable threefry), so a tag far above any split count keeps the
-update's randomness apart from the batch's."""
 
 
 @dataclass(frozen=True)
@@ -111,9 +108,7 @@ def make_step(problem: Problem) -> Callable:
         params, opt_state, div = carry
         step_key = jax.random.fold_in(data_key, k)
         loss, grads = value_and_grad(params, state, problem.sample(step_key))
-        updates, new_opt = rule.update(
-            grads, opt_state, params, key=jax.random.fold_in(step_key, UPDATE_STREAM)
-        )
+        updates, new_opt = rule.update(grads, opt_state, params, key=data_key)
         new = optax.apply_updates(params, updates)
         if problem.project is not None:
             new = problem.project(new)

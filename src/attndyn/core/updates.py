@@ -12,8 +12,8 @@ the formula as written (η s(k) rounded once to the parameters' dtype). :func:`o
 names the other rules optax offers (momentum, Adam, AdamW, RMSProp) on the same (η, s, λ);
 :func:`by_group` gives each top-level parameter group its own rule; :func:`gaussian_noise` adds
 the Euler–Maruyama noise of a Langevin step. Transformations that need randomness read the extra
-argument ``key``, which the trainer derives from the step's own key, so a trajectory never depends
-on the record grid.
+argument ``key``, the chain's own constant key (:func:`attndyn.core.trainer.make_step`), and index
+their draws by step (counter-based), so a trajectory never depends on the record grid.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from attndyn.core import fastrandom
 from attndyn.core.config import OPTIMIZERS
 from attndyn.core.schedules import Schedule
 from attndyn.errors import InputError
@@ -88,12 +89,15 @@ class NoiseState(NamedTuple):
 
 
 def gaussian_noise(variance: Callable[[jax.Array], jax.Array]) -> optax.GradientTransformation:
-    """Add ξ ~ N(0, v(k) I) to the update, drawn from the extra argument ``key``.
+    """Add ξ ~ N(0, v(k) I) to the update at step k (the transformation's update count), drawn
+    counter-based from the extra argument ``key`` (the chain's constant key, not a per-step one).
 
     After SGD with v(k) = T η s(k) this is the Euler–Maruyama step, of size h = η s(k), of the
     Langevin SDE dΘ = −∇F dt + √T dW (stationary law ∝ exp(−2F/T)); T = η gives the
     learning-rate-dependent SDE that Shi, Su & Jordan (arXiv 2004.06977) use as a model of SGD.
-    Leaf i of the update tree gets the key ``fold_in(key, i)``.
+    Element n of the flattened update tree (leaves in tree order) at step k is the normal of one
+    hash, :func:`attndyn.core.fastrandom.counter_normal` (key, k, n): no key is derived per step,
+    and the draws depend on neither the other chains nor the record grid.
     """
 
     def init(params):
@@ -102,12 +106,11 @@ def gaussian_noise(variance: Callable[[jax.Array], jax.Array]) -> optax.Gradient
     def update(updates, state, params=None, *, key, **extra):
         std = jnp.sqrt(variance(state.step))
         leaves, tree = jax.tree.flatten(updates)
-        noisy = [
-            u
-            + jnp.asarray(std, u.dtype)
-            * jax.random.normal(jax.random.fold_in(key, i), u.shape, u.dtype)
-            for i, u in enumerate(leaves)
-        ]
+        noisy, offset = [], 0
+        for u in leaves:
+            xi = fastrandom.counter_normal(key, state.step, u.shape, offset, u.dtype)
+            noisy.append(u + jnp.asarray(std, u.dtype) * xi)
+            offset += u.size
         return jax.tree.unflatten(tree, noisy), NoiseState(
             step=optax.safe_int32_increment(state.step)
         )

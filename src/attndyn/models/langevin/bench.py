@@ -88,19 +88,20 @@ def bench_config(workload: str, sizes: dict | None = None, **overrides):
 
 def trainer_noise(problem, carry, data_keys, steps) -> dict:
     """The √(s h) ξ that the trainer adds at each step k in ``steps`` to every chain: the update
-    rule applied to zero gradients with the step's key (attndyn.core.trainer.make_step).
-    Returns {group: (len(steps), chains, ...)}."""
+    rule applied to zero gradients with the chain's key and its update count set to k (the
+    rule's integer state leaves; attndyn.core.trainer.make_step). Returns
+    {group: (len(steps), chains, ...)}."""
     import jax.numpy as jnp
     import optax
-
-    from attndyn.core.trainer import UPDATE_STREAM
 
     rule = optax.with_extra_args_support(problem.update)
 
     def one(params, opt_state, data_key, k):
-        key = jax.random.fold_in(jax.random.fold_in(data_key, k), UPDATE_STREAM)
+        at_k = jax.tree.map(
+            lambda x: jnp.full_like(x, k) if jnp.issubdtype(x.dtype, jnp.integer) else x, opt_state
+        )
         zeros = jax.tree.map(jnp.zeros_like, params)
-        return rule.update(zeros, opt_state, params, key=key)[0]
+        return rule.update(zeros, at_k, params, key=data_key)[0]
 
     one = jax.jit(one)  # one chain and step at a time: a small program, compiled once
     host = jax.tree.map(np.asarray, (carry.params, carry.opt_state, data_keys))
