@@ -279,3 +279,86 @@ def test_full_batch_of_a_fixed_set_is_the_whole_set():
     cfg = validate(markov.Config, dict(data="fixed", n_sequences=50, batch=49, seq_len=5, m=4))
     drawn = markov.build(cfg).sample(jax.random.PRNGKey(1))
     assert drawn.shape == (49,) and len(np.unique(np.asarray(drawn))) < 49
+
+
+@pytest.mark.parametrize(
+    "arch, frozen",
+    [
+        (model.Arch(), ()),
+        (model.Arch(), ("WQ", "WK")),
+        (model.Arch(logit_scale=0.3, residual=True), ()),
+        (model.Arch(value=True), ()),
+        (model.Arch(value=True, residual=True, logit_scale=0.5), ("WQ", "WK")),
+    ],
+)
+def test_closed_form_linearization_and_gram_of_the_shorthands_are_autodiff_s(arch, frozen):
+    """For u = (M, Φ[, R]) (model.shorthand_vector) and L = ∂u/∂θ over the trained groups: the
+    closed-form Lv, Lᵀw (model.shorthand_linearization) and LLᵀ (model.shorthand_gram) equal
+    autodiff's (flow.autodiff_linearize, flow.autodiff_gram of u with frozen groups held
+    constant) to float64 rounding, for every architecture option and with W_Q, W_K frozen; and
+    the solver's LᵀGᵀHGL is the Gauss–Newton matrix JᵀHJ of the logits z(θ) formed directly."""
+    from jax.flatten_util import ravel_pytree
+
+    from attndyn.core.flow import autodiff_gram, autodiff_linearize
+
+    def inner(p, st):
+        p = {k: jax.lax.stop_gradient(v) if k in frozen else v for k, v in p.items()}
+        return model.shorthand_vector(p, arch)
+
+    with jax.enable_x64(True):
+        d, m, mk = 3, 6, 5
+        params = model.init_params(jax.random.PRNGKey(1), d, m, mk, 0.7, arch, jnp.float64)
+        st = {"pi": jnp.asarray([0.5, 0.3, 0.2])}
+        gn = model.gauss_newton(arch, frozen)
+        u, jvp, vjp = gn.linearize(params, st)
+        u_ad, jvp_ad, vjp_ad = autodiff_linearize(inner)(params, st)
+        tangent = model.init_params(jax.random.PRNGKey(2), d, m, mk, 1.0, arch, jnp.float64)
+        cotangent = jax.random.normal(jax.random.PRNGKey(3), u.shape, jnp.float64)
+        np.testing.assert_allclose(u, u_ad, rtol=1e-13)
+        np.testing.assert_allclose(jvp(tangent), jvp_ad(tangent), rtol=1e-11, atol=1e-12)
+        for g, w in vjp(cotangent).items():
+            assert w.shape == params[g].shape
+            np.testing.assert_allclose(w, vjp_ad(cotangent)[g], rtol=1e-11, atol=1e-12)
+        gram = gn.gram(params, st)
+        np.testing.assert_allclose(gram, autodiff_gram(inner)(params, st), rtol=1e-11, atol=1e-12)
+        flat, unravel = ravel_pytree(params)
+        L = jax.jacrev(lambda v: inner(unravel(v), st))(flat)
+        G = jax.jacrev(lambda w: gn.outputs(w, st))(u)
+        H = gn.curvature(gn.outputs(u, st), st)
+        J = jax.jacrev(
+            lambda v: model.population_logits(
+                {k: jax.lax.stop_gradient(x) if k in frozen else x for k, x in unravel(v).items()},
+                st["pi"],
+                arch,
+            ).reshape(-1)
+        )(flat)
+        np.testing.assert_allclose(L.T @ G.T @ H @ G @ L, J.T @ H @ J, rtol=1e-10, atol=1e-12)
+        assert np.abs(J).max() > 0.1
+
+
+def test_ros2_through_the_shorthands_gives_the_solution_of_the_full_jacobian_solver(monkeypatch):
+    """The ROS2 flow with its Jacobian through (M, Φ) (the default) against the same W-method
+    with the Gauss–Newton Jacobian of the d² logits formed by d² vector–Jacobian products through
+    all weights (the solver before 2026-12-06: u = z, G = I), at rtol 1e-6 through the first
+    cycle (t ≤ 300): loss gap and attention agree to 1e-5 (both are within O(rtol) of the flow),
+    and the step counts within 30 % (the same stiff directions)."""
+    from attndyn.core.flow import GaussNewton, autodiff_gram, autodiff_linearize
+
+    cfg = _cfg(t_max=300.0, dtype="float64", init_scale=1e-3, rtol=1e-6, optimizer="flow")
+    arch = model.Arch.of(cfg)
+    new = markov.run_records(cfg)[0]
+
+    def logits(p, st):
+        return model.population_logits(p, st["pi"], arch).reshape(-1)
+
+    through_logits = GaussNewton(
+        autodiff_linearize(logits),
+        lambda u, st: u,
+        lambda z, st: model.population_curvature(z, st["pi"]),
+        autodiff_gram(logits),
+    )
+    monkeypatch.setattr(model, "gauss_newton", lambda arch, frozen: through_logits)
+    old = markov.run_records(cfg)[0]
+    for name in ("loss_gap", "attn_1_0"):
+        np.testing.assert_allclose(new.observables[name], old.observables[name], atol=1e-5)
+    assert 0.7 < new.steps[-1] / old.steps[-1] < 1.3

@@ -17,11 +17,15 @@ fixed-step GD wastes steps where ∇L is tiny. Two pairs are offered:
       (I − γhA)k₁ = f(y),  (I − γhA)k₂ = f(y + hk₁) − 2k₁,  γ = 1 + 1/√2,
       y' = y + h(3k₁ + k₂)/2,  e = h(k₁ + k₂)/2  (against the first-order y + hk₁).
 
-  For a loss L = ℓ(z(θ)) with few outputs z (K of them) we take the Gauss–Newton Jacobian
-  A = −JᵀHJ, J = ∂z/∂θ (K×N), H = ∇²_zℓ ⪰ 0, and solve by Woodbury,
-  (I + cJᵀHJ)⁻¹v = v − cJᵀ(I_K + cHJJᵀ)⁻¹HJv: K vector–Jacobian products and one K×K solve per
-  step, with J refreshed every 8 steps (a W-method needs no exact Jacobian). The stiff directions
-  of a sharp loss are those of JᵀHJ, so the step is set by accuracy.
+  For a loss L = ℓ(z(u(θ))) whose few outputs z (K of them) depend on the N parameters only
+  through P numbers u (e.g. a network's products of weight matrices) we take the Gauss–Newton
+  Jacobian A = −JᵀHJ with J = G L, G = ∂z/∂u (K×P), L = ∂u/∂θ (P×N), H = ∇²_zℓ ⪰ 0, i.e.
+  and solve by Woodbury, (I + cJᵀHJ)⁻¹v = v − cLᵀGᵀ(I_K + cHJJᵀ)⁻¹HG(Lv) with JJᵀ = G(LLᵀ)Gᵀ:
+  one Jacobian–vector product Lv and one transposed product Lᵀw of u(θ) (through its
+  linearisation: no N-wide matrix is formed) and one K×K solve per stage; G, H, the Gram LLᵀ
+  (closed form from the family, :class:`GaussNewton`) and the linearisation are refreshed
+  every 8 steps (a W-method needs no exact Jacobian). The stiff
+  directions of a sharp loss are those of JᵀHJ, so the step is set by accuracy.
 
 Both accept when ‖e/(atol + rtol·max(|y|, |y'|))‖_rms ≤ 1 and set h ← h·clip(0.9‖·‖^{−1/(q+1)},
 0.2, 5) (q the order of the embedded estimate). Each seed has its own step size; seeds run in one
@@ -42,7 +46,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from attndyn.core import cost, devices
 from attndyn.core.progress import Chunker, report_steps
@@ -101,30 +104,64 @@ def bs3(rhs: Callable) -> Method:
     return Method(lambda y, state: (), step, 2, 1 << 30)
 
 
-def ros2(rhs: Callable, outputs: Callable, curvature: Callable, every: int = 8) -> Method:
-    """ROS2 with A = −JᵀHJ, J = ∂z/∂y of ``outputs(y, state)`` (K outputs), H =
-    ``curvature(z, state)`` (K×K ⪰ 0), computed once per ``every`` steps (a W-method keeps its
-    order with any A, so a Jacobian a few steps old costs accuracy nothing and stability little).
+class GaussNewton(NamedTuple):
+    """The structure of L = ℓ(z(u(θ))) that ``ros2`` uses: ``linearize(θ, state) -> (u, jvp,
+    vjp)`` with u the P numbers (flat) through which the outputs depend on θ, jvp(v) = Lv and
+    vjp(w) = Lᵀw (L = ∂u/∂θ; :func:`autodiff_linearize` builds them from u(θ));
+    ``outputs(u, state) -> z`` (K, flat); ``curvature(z, state)`` = ∇²_zℓ (K×K, ⪰ 0); and
+    ``gram(θ, state)`` = LLᵀ (P×P) (:func:`autodiff_gram` forms L by P vector–Jacobian
+    products, which costs what a closed form saves)."""
 
-    (I + cJᵀHJ)⁻¹v = v − cJᵀ(I + cHJJᵀ)⁻¹HJv (Woodbury)."""
+    linearize: Callable
+    outputs: Callable
+    curvature: Callable
+    gram: Callable
+
+
+def autodiff_linearize(inner: Callable) -> Callable:
+    """``linearize(θ, state)`` of u = ``inner(θ, state)`` by ``jax.linearize`` and its
+    transpose."""
+
+    def linearize(y, state):
+        u, jvp = jax.linearize(lambda p: inner(p, state), y)
+        transpose = jax.linear_transpose(jvp, y)
+        return u, jvp, lambda w: transpose(w)[0]
+
+    return linearize
+
+
+def autodiff_gram(inner: Callable) -> Callable:
+    """``gram(θ, state)`` = LLᵀ with L = ∂u/∂θ from P vector–Jacobian products of ``inner``."""
+
+    def gram(y, state):
+        u, vjp = jax.vjp(lambda p: inner(p, state), y)
+        (rows,) = jax.vmap(vjp)(jnp.eye(u.shape[0], dtype=u.dtype))  # pytree, leaves (P, …)
+        flat = jnp.concatenate([r.reshape(u.shape[0], -1) for r in jax.tree.leaves(rows)], 1)
+        return flat @ flat.T
+
+    return gram
+
+
+def ros2(rhs: Callable, gn: GaussNewton, every: int = 8) -> Method:
+    """ROS2 with A = −JᵀHJ, J = G L (module docstring), its parts computed once per ``every``
+    steps (a W-method keeps its order with any A, so a Jacobian a few steps old costs accuracy
+    nothing and stability little)."""
 
     def prepare(y, state):
-        flat, unravel = ravel_pytree(y)
-        z, vjp = jax.vjp(lambda v: outputs(unravel(v), state), flat)
-        (J,) = jax.vmap(vjp)(jnp.eye(z.shape[0], dtype=z.dtype))  # (K, N)
-        H = curvature(z, state)
-        return J, H @ (J @ J.T), H @ J
+        u, jvp, vjp = gn.linearize(y, state)
+        G = jax.jacfwd(lambda w: gn.outputs(w, state))(u)  # (K, P)
+        H = gn.curvature(gn.outputs(u, state), state)
+        HG = H @ G
+        return jvp, vjp, G, HG, HG @ (gn.gram(y, state) @ G.T)
 
     def step(y, f0, h, state, aux):
-        J, HG, HJ = aux
-        unravel = ravel_pytree(y)[1]
-        eye = jnp.eye(HG.shape[0], dtype=HG.dtype)
+        jvp, vjp, G, HG, HJJt = aux
         c = GAMMA_ROS2 * h
-        lu = jax.scipy.linalg.lu_factor(eye + c * HG)
+        lu = jax.scipy.linalg.lu_factor(jnp.eye(HJJt.shape[0], dtype=HJJt.dtype) + c * HJJt)
 
         def solve(v):
-            w = jax.scipy.linalg.lu_solve(lu, HJ @ ravel_pytree(v)[0])
-            return jax.tree.map(lambda a, b: a - c * b, v, unravel(w @ J))
+            w = vjp(G.T @ jax.scipy.linalg.lu_solve(lu, HG @ jvp(v)))
+            return jax.tree.map(lambda a, b: a - c * b, v, w)
 
         k1 = solve(f0)
         f1 = rhs(_lin(y, (1.0,), (k1,), h), state)
@@ -213,12 +250,12 @@ def integrate_flow(
     rtol: float = 1e-6,
     atol: float = 1e-12,
     h0: float = 1e-3,
-    gauss_newton: tuple[Callable, Callable] | None = None,
+    gauss_newton: GaussNewton | None = None,
     chunker: Chunker | None = None,
 ) -> RunResult:
     """Gradient flow ẏ = −grad(y, state) from ``init(key)`` (the init key of
     :func:`attndyn.core.trainer.seed_keys`), observed at ``times`` (t = 0 first): ``bs3``, or
-    ``ros2`` when ``gauss_newton = (outputs, curvature)`` is given (module docstring).
+    ``ros2`` when a :class:`GaussNewton` ``gauss_newton`` is given (module docstring).
 
     ``observe`` may return arrays; they come back with shape (seed, time, …).
     Returns a RunResult whose ``steps`` are the RK steps (accepted or rejected) taken up to each
@@ -228,7 +265,7 @@ def integrate_flow(
     init_keys, _ = seed_keys(np.asarray(seeds))
     y, state = jax.vmap(init)(init_keys)
     rhs = lambda p, s: jax.tree.map(jnp.negative, grad(p, s))  # noqa: E731
-    method = bs3(rhs) if gauss_newton is None else ros2(rhs, *gauss_newton)
+    method = bs3(rhs) if gauss_newton is None else ros2(rhs, gauss_newton)
     f = jax.vmap(rhs)(y, state)
     dtype = jax.tree.leaves(y)[0].dtype
     n = len(seeds)

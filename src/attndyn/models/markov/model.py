@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from attndyn.core.flow import GaussNewton
+
 Params = dict[str, jax.Array]
 
 
@@ -141,14 +143,174 @@ def population_curvature(z: jax.Array, pi: jax.Array) -> jax.Array:
     return jax.scipy.linalg.block_diag(*[blocks[i] for i in range(d)])
 
 
-def gauss_newton(arch: Arch = Arch(), frozen: tuple[str, ...] = ()):
-    """``(outputs, curvature)`` for :func:`attndyn.core.flow.integrate_flow`'s ROS2 solver: the
-    flattened population logits z(θ) (state holds ``pi``) and ∇²_z L
-    (:func:`population_curvature`). Groups in ``frozen`` are constants of z, so the solver's
-    Jacobian has no columns for them and never moves them."""
+def shorthand_vector(params: Params, arch: Arch = Arch()) -> jax.Array:
+    """u = (M, Φ[, R]) flattened row-major: the P = 2d² (3d² with a residual) numbers through
+    which the population logits depend on the weights."""
+    sh = shorthands(params, arch)
+    return jnp.concatenate([sh[k].reshape(-1) for k in ("M", "Phi", "R") if k in sh])
 
-    def outputs(p, st):
-        p = {k: jax.lax.stop_gradient(v) if k in frozen else v for k, v in p.items()}
-        return population_logits(p, st["pi"], arch).reshape(-1)
 
-    return outputs, lambda z, st: population_curvature(z, st["pi"])
+def shorthand_gram(params: Params, arch: Arch = Arch(), frozen: tuple[str, ...] = ()) -> jax.Array:
+    """LLᵀ (P×P) for u = :func:`shorthand_vector`, L = ∂u/∂θ over the groups not in ``frozen``,
+    in closed form. Each shorthand changes to first order in group G by terms P·dG·S or their
+    transposes (with A = W₀, s the logit scale: dM = dA·W₁ + A·dW₁ (A·W_V for A with a value
+    matrix, plus A·dW_V·W₁); dΦ = s[A·dW_Q·(AW_K)ᵀ + (A·dW_K·(AW_Q)ᵀ)ᵀ + dA·W_Q(AW_K)ᵀ +
+    (dA·W_K(AW_Q)ᵀ)ᵀ]; dR = dA·W₁ + A·dW₁), and two terms of one group have the inner product
+    ⟨(P dG S)_ij, (P' dG S')_kl⟩ = (PP'ᵀ)_ik (SᵀS')_jl (indices swapped for a transpose):
+    O(m·m_k·d) work against the O(P·N) of P vector–Jacobian products."""
+    A, W1, Q, K = params["W0"], params["W1"], params["WQ"], params["WK"]
+    eye = jnp.eye(A.shape[0], dtype=A.dtype)
+    s = arch.logit_scale
+    AQ, AK = A @ Q, A @ K
+    out = A @ params["WV"] if arch.value else A
+    value_w1 = params["WV"] @ W1 if arch.value else W1
+    terms = {  # shorthand -> [(group, P, S, transposed)]
+        "M": [("W1", out, eye, False), ("W0", eye, value_w1, False)]
+        + ([("WV", A, W1, False)] if arch.value else []),
+        "Phi": [
+            ("WQ", s * A, AK.T, False),
+            ("WK", s * A, AQ.T, True),
+            ("W0", s * eye, Q @ AK.T, False),
+            ("W0", s * eye, K @ AQ.T, True),
+        ],
+    }
+    if arch.residual:
+        terms["R"] = [("W1", A, eye, False), ("W0", eye, W1, False)]
+    patterns = {  # (transposed X, transposed Y) -> einsum of (PP'ᵀ, SᵀS')
+        (False, False): "ik,jl->ijkl",
+        (True, False): "jk,il->ijkl",
+        (False, True): "il,jk->ijkl",
+        (True, True): "jl,ik->ijkl",
+    }
+    n = eye.shape[0] ** 2
+    rows = []
+    for x in terms.values():
+        row = []
+        for y in terms.values():
+            block = jnp.zeros((n, n), A.dtype)
+            for g, P, S, tx in x:
+                for g2, P2, S2, ty in y:
+                    if g == g2 and g not in frozen:
+                        t = jnp.einsum(patterns[tx, ty], P @ P2.T, S.T @ S2)
+                        block = block + t.reshape(n, n)
+            row.append(block)
+        rows.append(jnp.concatenate(row, axis=1))
+    return jnp.concatenate(rows, axis=0)
+
+
+SMALL_D = 8
+"""Up to this many tokens d, a rank-d product aᵀb (m×n from d×m and d×n) is written as d
+broadcast multiply-adds (:func:`outer`)."""
+
+
+def outer(a: jax.Array, b: jax.Array) -> jax.Array:
+    """aᵀb for a (d×m), b (d×n). For d ≤ :data:`SMALL_D` as Σ_i a_i b_iᵀ in broadcasts: XLA:CPU
+    fuses them into one pass that writes the m×n result (or feeds its consumer), where its GEMM
+    kernel took 40–70 µs per 256×256 product with inner dimension 4 (the ROS2 flow's solves,
+    BENCHMARKS.md "Focus–dilution")."""
+    if a.shape[0] > SMALL_D:
+        return a.T @ b
+    return sum(a[i][:, None] * b[i][None, :] for i in range(a.shape[0]))
+
+
+def shorthand_linearization(params: Params, arch: Arch = Arch(), frozen: tuple[str, ...] = ()):
+    """``(u, jvp, vjp)`` of u = :func:`shorthand_vector` at ``params``, in closed form, over the
+    groups not in ``frozen`` (their tangents are ignored and their cotangents zero). With A = W₀,
+    s the logit scale and O = A (A·W_V with a value matrix):
+
+        dM = dA·(W_V)W₁ + O·dW₁ (+ A·dW_V·W₁),   dR = dA·W₁ + A·dW₁,
+        dΦ = s[dA·W_Q(AW_K)ᵀ + (dA·W_K(AW_Q)ᵀ)ᵀ + A·(dW_Q(AW_K)ᵀ) + (A·(dW_K(AW_Q)ᵀ))ᵀ];
+
+    the m×d products W_Q(AW_K)ᵀ, W_K(AW_Q)ᵀ are formed once, so a product costs O(m·m_k·d) and
+    returns each weight's cotangent in its own row-major layout (autodiff's transpose returned
+    W_Q's and W_K's transposed, and every elementwise pass of the solver paid a strided copy)."""
+    A, W1, Q, K = params["W0"], params["W1"], params["WQ"], params["WK"]
+    s = arch.logit_scale
+    AQ, AK = A @ Q, A @ K
+    q_ak, k_aq = Q @ AK.T, K @ AQ.T  # (m, d)
+    V = params.get("WV")
+    out = A @ V if arch.value else A
+    value_w1 = V @ W1 if arch.value else W1
+    trained = {g: g not in frozen for g in params}
+    sh = {"M": out @ W1, "Phi": s * (AQ @ AK.T)}
+    if arch.residual:
+        sh["R"] = A @ W1
+    names = list(sh)
+    u = jnp.concatenate([sh[k].reshape(-1) for k in names])
+    d = A.shape[0]
+
+    def jvp(t):
+        dA = t["W0"] if trained["W0"] else jnp.zeros_like(A)
+        dW1 = t["W1"] if trained["W1"] else jnp.zeros_like(W1)
+        dM = dA @ value_w1 + out @ dW1
+        if arch.value and trained["WV"]:
+            dM = dM + (A @ t["WV"]) @ W1
+        dPhi = dA @ q_ak
+        dPhi = dPhi + (dA @ k_aq).T
+        if trained["WQ"]:
+            dPhi = dPhi + A @ (t["WQ"] @ AK.T)
+        if trained["WK"]:
+            dPhi = dPhi + (A @ (t["WK"] @ AQ.T)).T
+        parts = {"M": dM, "Phi": s * dPhi, "R": dA @ W1 + A @ dW1}
+        return jnp.concatenate([parts[k].reshape(-1) for k in names])
+
+    def vjp(w):
+        blocks = dict(zip(names, w.reshape(len(names), d, d), strict=True))
+        wM, wPhi = blocks["M"], s * blocks["Phi"]
+        grads = {
+            "W0": wM @ value_w1.T + wPhi @ q_ak.T + wPhi.T @ k_aq.T,
+            "W1": out.T @ wM,
+            "WQ": outer(A, wPhi @ AK),
+            "WK": outer(A, wPhi.T @ AQ),
+        }
+        if arch.value:
+            grads["WV"] = outer(wM.T @ A, W1.T)
+        if arch.residual:
+            grads["W0"] = grads["W0"] + blocks["R"] @ W1.T
+            grads["W1"] = grads["W1"] + A.T @ blocks["R"]
+        return {g: grads[g] if trained[g] else jnp.zeros_like(params[g]) for g in params}
+
+    return u, jvp, vjp
+
+
+def _split(u: jax.Array, d: int, arch: Arch) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """(M, Φ, R or None) from u = :func:`shorthand_vector`."""
+    M, Phi = u[: d * d].reshape(d, d), u[d * d : 2 * d * d].reshape(d, d)
+    return M, Phi, u[2 * d * d :].reshape(d, d) if arch.residual else None
+
+
+def population_gradient(
+    params: Params, pi: jax.Array, P: jax.Array, arch: Arch = Arch(), frozen: tuple[str, ...] = ()
+) -> Params:
+    """∇_θ L of :func:`population_loss` by the chain rule through u: Lᵀ∇_u L, with ∇_u L (2d²
+    or 3d² numbers) by autodiff of :func:`shorthand_loss` and Lᵀ the closed form of
+    :func:`shorthand_linearization` (groups in ``frozen`` get zeros); equal to ``jax.grad`` of
+    the loss, with each weight's gradient in its own layout."""
+    u, _, vjp = shorthand_linearization(params, arch, frozen)
+    d = pi.shape[0]
+
+    def loss(w):
+        M, Phi, R = _split(w, d, arch)
+        return shorthand_loss(M, Phi, pi, P, R)
+
+    return vjp(jax.grad(loss)(u))
+
+
+def gauss_newton(arch: Arch = Arch(), frozen: tuple[str, ...] = ()) -> GaussNewton:
+    """:class:`attndyn.core.flow.GaussNewton` of the population loss for the ROS2 solver: u =
+    :func:`shorthand_vector` with its closed-form :func:`shorthand_linearization` and
+    :func:`shorthand_gram`, ``outputs`` the flattened logits :func:`shorthand_logits` of u
+    (state holds ``pi``), ``curvature`` = ∇²_z L (:func:`population_curvature`). Groups in
+    ``frozen`` are constants of u, so the solver's Jacobian has no columns for them and never
+    moves them."""
+
+    def outputs(u, st):
+        M, Phi, R = _split(u, st["pi"].shape[0], arch)
+        return shorthand_logits(M, Phi, st["pi"], R).reshape(-1)
+
+    return GaussNewton(
+        lambda p, st: shorthand_linearization(p, arch, frozen),
+        outputs,
+        lambda z, st: population_curvature(z, st["pi"]),
+        lambda p, st: shorthand_gram(p, arch, frozen),
+    )

@@ -130,14 +130,12 @@ def run_records(
         if config.optimizer != "flow":
             return train(problem, steps, seed_ids), steps, seed_ids
         frozen = () if config.train_attention else FROZEN
-        gauss_newton = None
-        if config.solver == "ros2":
-            gauss_newton = model.gauss_newton(model.Arch.of(config), frozen)
-        if problem.value_and_grad is None:
-            grad = jax.grad(lambda p, st: problem.loss(p, st, None))
-        else:
-            value_and_grad = problem.value_and_grad
-            grad = lambda p, st: value_and_grad(p, st, None)[1]  # noqa: E731
+        arch = model.Arch.of(config)
+        gauss_newton = model.gauss_newton(arch, frozen) if config.solver == "ros2" else None
+
+        def grad(p, st):
+            return model.population_gradient(p, st["pi"], st["P"], arch, frozen)
+
         result = integrate_flow(
             problem.init,
             grad,
