@@ -253,3 +253,14 @@ def test_every_experiment_claim_has_its_meaning():
         for name in experiment_names()
     }
     assert {k: v for k, v in missing.items() if v} == {}
+
+
+def test_type_names_read_as_python():
+    """describe's type column: variadic tuples as ``tuple[float, ...]`` (not ``Ellipsis``)."""
+    from typing import Literal
+
+    from attndyn.cli.ui.describe import type_name
+
+    assert type_name(tuple[float, ...] | None) == "tuple[float, ...] | None"
+    assert type_name(list[int]) == "list[int]"
+    assert type_name(Literal["a", "b"]) == "str"

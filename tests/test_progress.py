@@ -48,7 +48,7 @@ def test_bar_renders_steps_eta_and_the_run_count():
     assert "aim 0123abcd" in text
     assert "400/1,000 steps" in text
     assert "ETA" in text and "0:00:0" in text  # 600 steps left at 100 per tick of the clock
-    assert "2 done (1 stored, reused)" in text
+    assert "2 runs done (1 stored, reused)" in text  # no total known: the count is labelled
 
 
 def test_sweep_counts_failed_and_skipped_runs_on_the_same_bars():
@@ -61,7 +61,7 @@ def test_sweep_counts_failed_and_skipped_runs_on_the_same_bars():
         note("stage: warm-up")
         bars.progress.refresh()
     text = buffer.getvalue()
-    assert "1 done, 1 failed, 2 skipped (stored)" in text
+    assert "1/3 done, 1 failed, 2 skipped (stored)" in text
     assert "stage: warm-up" in text
     assert bars.total == 3 and bars.done + bars.failed == 2
 
@@ -95,7 +95,7 @@ def test_counted_shows_each_item_and_the_total():
     assert seen == ["a", "b"]
     text = buffer.getvalue()
     assert "benchmark a" in text and "benchmark b" in text
-    assert "2 done" in text
+    assert "2/2 done" in text
 
 
 def test_on_terminal_needs_a_tty_and_no_machine_output(monkeypatch):

@@ -80,6 +80,28 @@ def test_theory_of_the_same_config_is_matched(tmp_path):
     assert series["lo"] == [1.0, 2.0, 5.0] and series["hi"] == [3.0, 6.0, 5.0]
 
 
+def test_a_plugin_theory_on_the_grid_alone_is_matched():
+    """A plug-in's theory Config may be the simulator's grid without seeds, seed and dtype
+    (docs/plugins.md): it matches a simulation whose other fields agree; a built-in style theory
+    (the simulator's fields plus its own) must agree on the seeds too."""
+    grid = {"d": 8, "lr": 0.5, "t_max": 1.0, "records": 3, "grid": "log"}
+    sim = {"seed": 0, "seeds": 2, "dtype": "float32"}
+
+    def run(rid, kind, config):
+        return {"run_id": rid, "kind": kind, "family": "toy", "config": config}
+
+    runs = [
+        run("sim", "simulation", grid | sim),
+        run("grid-only", "theory", grid),
+        run("other-d", "theory", grid | {"d": 16}),
+        run("with-seeds", "theory", grid | sim | {"method": "ode"}),
+        run("other-seeds", "theory", grid | sim | {"seeds": 5, "method": "ode"}),
+    ]
+    assert sitedata.match_theory(runs) == {"sim": ["with-seeds"]}  # the closer match first
+    assert sitedata.match_theory(runs[:3]) == {"sim": ["grid-only"]}
+    assert sitedata.match_theory([runs[0], runs[4]]) == {}
+
+
 def test_site_is_replaced_whole_and_not_a_result(tmp_path):
     store = Store(tmp_path)
     rid = _store_run(store, AIMConfig(d=8, t_max=1.0, records=3, seeds=2), 2, np.ones((2, 3)))

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urljoin, urlparse
 import numpy as np
 import pytest
 
+from attndyn.core.config import GridConfig, SimulationConfig
 from attndyn.figures.draw import plot_observable
 from attndyn.store import Store
 
@@ -55,6 +56,47 @@ def diverged_copy(store: Store, traj, run_id: str) -> None:
     store.write(bad, run_id, wall_s=0.1)
 
 
+MARKOV = dict(m=8, t_max=20.0, records=6, seeds=1, grid="log")  # a log record grid
+
+
+class ToyGrid(GridConfig):
+    """docs/plugins.md's toy: the theory's Config is the grid alone."""
+
+    d: int = 16
+    lr: float = 0.5
+
+    @property
+    def total_steps(self) -> int:
+        return max(1, round(self.t_max * self.d))
+
+
+class ToyConfig(ToyGrid, SimulationConfig):
+    """The toy's simulation config: the grid plus seeds, seed and dtype."""
+
+
+def plugin_runs(store: Store) -> None:
+    """A plug-in family's runs as the toy stores them: simulations at t_max 1 and 0.25 (with an
+    observable that never changes, 2 seeds) and the theory at t_max 1."""
+    from attndyn.core.config import canonical, run_id
+    from attndyn.core.trajectory import make_trajectory
+
+    times = np.array([0.0, 0.5, 1.0])
+    for t_max in (1.0, 0.25):
+        config = ToyConfig(t_max=t_max, records=3, grid="linear", seeds=2)
+        R = np.outer([1.0, 1.2], np.exp(-times))
+        traj = make_trajectory(
+            {"R": R, "const": np.ones_like(R)}, time=times * t_max, samples=np.arange(3),
+            step=np.arange(3), seeds=np.arange(2), family="toy", config=canonical(config),
+        )  # fmt: skip
+        store.write(traj, run_id("toy", config), wall_s=0.01)
+    theory = ToyGrid(t_max=1.0, records=3, grid="linear")
+    traj = make_trajectory(
+        {"R": np.exp(-times), "const": np.ones(3)}, time=times, samples=np.arange(3),
+        family="toy", config=canonical(theory),
+    )  # fmt: skip
+    store.write(traj, run_id("toy:theory", theory), wall_s=0.01)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A results folder with a tiny aim simulation and its theory, the tiny circuits-ode
@@ -70,7 +112,9 @@ def site(tmp_path_factory):
     attndyn.predict("aim", out=root, **SIM)
     attndyn.run("circuits-ode", "tiny", out=root)
     plot_observable({"simulation": sim}, "loss", root / "figures" / "sim loss.png")
+    attndyn.simulate("markov", out=root, **MARKOV)
     store = Store(root)
+    plugin_runs(store)
     diverged_copy(store, sim, "d1verged0000seed")
     store.write_failure(
         "f41led0000000run", kind="aim", name="aim", config={"d": 8}, error="boom: no memory"
@@ -264,3 +308,62 @@ def test_problems_visible(site, browser):
     assert "1 of 2" in row.text
     _open(browser, index.parent / "runs" / "d1verged0000seed.html")
     assert "Diverged seeds" in browser.find_element("tag name", "body").text
+
+
+def _plot_layouts(browser) -> list[dict]:
+    """Every drawn plot's x-axis type and the smallest x of its traces."""
+    return browser.execute_script(
+        "return [...document.querySelectorAll('#plots .plot')].filter((d) => d._fullLayout)"
+        ".map((d) => ({type: d._fullLayout.xaxis.type,"
+        " xmin: Math.min(...d.data.flatMap((t) => t.x))}));"
+    )
+
+
+def test_log_grid_runs_get_a_log_time_axis(site, browser):
+    """A markov run on a log record grid: every plot's time axis is log and shows no t <= 0;
+    the linear-grid plug-in run keeps a linear axis with its t = 0."""
+    root, index = site
+    from attndyn import runs
+    from attndyn.core.config import run_id
+
+    markov = (
+        index.parent / "runs" / f"{run_id('markov', runs.family_config('markov', MARKOV))}.html"
+    )
+    _open(browser, markov)
+    assert _wait(lambda: _plot_layouts(browser))
+    layouts = _plot_layouts(browser)
+    assert layouts and all(p["type"] == "log" and p["xmin"] > 0 for p in layouts), layouts
+
+
+def test_plugin_theory_is_overlaid_constants_collapse_and_columns_share_a_format(site, browser):
+    """The plug-in simulation at t_max 1 shows its grid-only theory dashed over the seed band;
+    its constant observable is one line of text; the run table's t_max column prints 1, 0.25 and
+    0.05 with the same number of decimals."""
+    from attndyn.core.config import run_id
+
+    root, index = site
+    config = ToyConfig(t_max=1.0, records=3, grid="linear", seeds=2)
+    page = index.parent / "runs" / f"{run_id('toy', config)}.html"
+    assert "Theory of this config" in page.read_text()
+    _open(browser, page)
+    assert _wait(lambda: browser.find_elements("css selector", "#plots .plot .main-svg"))
+    plots = {
+        d.get_attribute("data-name"): d
+        for d in browser.find_elements("css selector", "#plots .plot")
+    }
+    assert "constant" in plots["const"].get_attribute("class")
+    assert plots["const"].text == "const = 1 at every record (theory too)"
+    dashed = browser.execute_script(
+        "return arguments[0].data.filter((t) => t.line && t.line.dash === 'dash').length",
+        plots["R"],
+    )
+    assert dashed == 1 and _plot_layouts(browser)[0]["type"] == "linear"
+    _open(browser, index.parent / "runs.html")
+    cells = browser.execute_script(
+        "const j = [...document.querySelectorAll('#runs thead th')]"
+        ".findIndex((h) => h.dataset.col === 'config.t_max');"
+        "return [...document.querySelectorAll('#runs tbody tr')]"
+        ".map((r) => r.children[j].textContent).filter((t) => t !== '—');"
+    )
+    assert {"1.00", "0.25", "0.05"} <= set(cells), cells
+    assert len({len(c.split(".")[1]) for c in cells}) == 1, cells

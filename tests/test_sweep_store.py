@@ -209,12 +209,38 @@ def test_runs_command_family_where_json_csv_and_table(folder, monkeypatch, capsy
     assert code == 2 and len(err.strip().splitlines()) == 1 and "'where'" in err
 
 
+def test_runs_table_at_80_columns_keeps_kind_and_the_varying_fields(folder, monkeypatch, capsys):
+    """The table puts run_id, family, kind and the config fields that vary first; a narrow
+    terminal drops the bookkeeping columns on the right, and says so."""
+    from rich.console import Console
+
+    from attndyn.cli.ui import terminal
+
+    store, _ = folder
+    monkeypatch.setattr(terminal, "console", Console(width=80))
+    code, out, _ = cli(monkeypatch, capsys, "runs", "--out", str(store.root), "--family", "aim")
+    header = next(line for line in out.splitlines() if "run_id" in line)
+    assert code == 0
+    for column in ("family", "kind", "d", "lr", "seed"):
+        assert f" {column} " in header, (column, header)
+    assert "not shown" in out and "created" in out.split("not shown")[1]
+
+
 def test_runs_command_bad_family_lists_the_stored_ones(folder, monkeypatch, capsys):
     store, _ = folder
     code, out, err = cli(monkeypatch, capsys, "runs", "--out", str(store.root), "--family", "x")
     assert code == 2 and not out
     assert err.strip().splitlines() == [
         "error: invalid value for 'family': must be one of aim (got 'x')"
+    ]
+    # a registered family with no runs here is not called unknown
+    code, out, err = cli(
+        monkeypatch, capsys, "runs", "--out", str(store.root), "--family", "markov"
+    )
+    assert code == 2 and not out
+    assert err.strip().splitlines() == [
+        "error: invalid value for 'family': no markov runs in this results folder "
+        "(families stored: aim)"
     ]
 
 

@@ -93,10 +93,11 @@ class Bars:
         reused = f" ({self.reused} stored, reused)" if self.reused else ""
         failed = f", {self.failed} failed" if self.failed else ""
         skipped = f", {self.skipped} skipped (stored)" if self.skipped else ""
+        of = f"/{self.total}" if self.total else f" {self.count or 'runs'}"  # "3/8", "3 runs"
         self.progress.update(
             self._runs,
             completed=self.done + self.failed,
-            amount=f"{self.done} done{reused}{failed}{skipped}",
+            amount=f"{self.done}{of} done{reused}{failed}{skipped}",
             eta="ETA" if self.total else "",
         )
 

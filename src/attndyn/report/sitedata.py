@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from attndyn.core.config import flatten
+from attndyn.core.config import GridConfig, SimulationConfig, flatten
 from attndyn.store import check, queries
 from attndyn.store.files import META_KEY, Store
 
@@ -192,8 +192,12 @@ def _finite_list(values: np.ndarray) -> list[float | None]:
 
 def match_theory(runs: list[dict[str, Any]]) -> dict[str, list[str]]:
     """simulation run id -> theory run ids of its config: same family, and every field of the
-    simulation's config present in the theory's with the same value (a theory's ``Config`` is
-    the simulator's plus its own fields, e.g. ``method``; models/*/theory)."""
+    simulation's config, except the simulator's own (seeds, seed, dtype: the fields a
+    :class:`~attndyn.core.config.SimulationConfig` adds to a GridConfig, when the theory has
+    none of them), present in the theory's with the same value. A built-in theory's ``Config``
+    is the simulator's plus its own fields (e.g. ``method``; models/*/theory); a plug-in's may be
+    the simulator's grid alone (docs/plugins.md)."""
+    sim_only = frozenset(SimulationConfig.model_fields) - frozenset(GridConfig.model_fields)
     theories: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
         if run["kind"] == "theory":
@@ -201,6 +205,10 @@ def match_theory(runs: list[dict[str, Any]]) -> dict[str, list[str]]:
     indexed: set[tuple[str, frozenset]] = set()
     index: dict[tuple[str, str], list[str]] = {}  # (family, sim fields as JSON) -> theory ids
     out: dict[str, list[str]] = {}
+
+    def key_of(config: dict[str, Any], fields: frozenset) -> str:
+        return json.dumps({k: config[k] for k in sorted(fields)})
+
     for run in runs:
         family = run["family"]
         if run["kind"] != "simulation" or family not in theories:
@@ -209,12 +217,15 @@ def match_theory(runs: list[dict[str, Any]]) -> dict[str, list[str]]:
         if (family, fields) not in indexed:  # this family's theories on these fields, once
             indexed.add((family, fields))
             for th in theories[family]:
-                if fields <= th["config"].keys():
-                    key = json.dumps({k: th["config"][k] for k in sorted(fields)})
-                    index.setdefault((family, key), []).append(th["run_id"])
-        key = json.dumps({k: run["config"][k] for k in sorted(fields)})
-        if found := index.get((family, key)):
-            out[run["run_id"]] = found
+                shared = fields if fields <= th["config"].keys() else fields - sim_only
+                if shared <= th["config"].keys():
+                    index.setdefault((family, key_of(th["config"], shared)), []).append(
+                        th["run_id"]
+                    )
+        for shared in (fields, fields - sim_only):
+            if found := index.get((family, key_of(run["config"], shared))):
+                out[run["run_id"]] = found
+                break
     return out
 
 

@@ -31,20 +31,27 @@ OBSERVABLE_COLUMNS = ("seed", "time", "samples", "step", "name", "value")
 
 
 def family_view(con: duckdb.DuckDBPyConnection, family: str) -> str:
-    """The typed view of ``family`` (``runs_<family>``); InputError naming the stored families
-    if it has no stored run."""
+    """The typed view of ``family`` (``runs_<family>``). InputError if it has no stored run:
+    for a registered family, that this folder holds none of its runs; otherwise the stored
+    families (with a "did you mean")."""
+    from attndyn.core import registry
+
     views = dict(
         con.execute(
             "SELECT name, view FROM config_views WHERE parent = 'runs' ORDER BY name"
         ).fetchall()
     )
-    if family not in views:
-        allowed = ", ".join(views) or "(no runs stored)"
-        hint = did_you_mean(family, views)
+    if family in views:
+        return views[family]
+    stored = ", ".join(views) or "none"
+    if family in registry.names(registry.FAMILIES):
         raise InputError(
-            f"invalid value for 'family': must be one of {allowed} (got {family!r}){hint}"
+            f"invalid value for 'family': no {family} runs in this results folder "
+            f"(families stored: {stored})"
         )
-    return views[family]
+    allowed = ", ".join(views) or "(no runs stored)"
+    hint = did_you_mean(family, views)
+    raise InputError(f"invalid value for 'family': must be one of {allowed} (got {family!r}){hint}")
 
 
 def _selection(

@@ -13,8 +13,9 @@ from attndyn.cli.ui import terminal
 from attndyn.cli.ui.machine_output import print_frame, print_json
 from attndyn.errors import InputError
 
-FIXED = ["run_id", "family", "experiment", "status", "n_diverged", "wall_s", "created"]
-HIDDEN = {"kind", "sweep", "version", "schema", "file"}
+FRONT = ["run_id", "family", "kind"]  # then the config fields that vary, then BACK
+BACK = ["experiment", "status", "n_diverged", "wall_s", "created"]
+HIDDEN = {"sweep", "version", "schema", "file"}
 
 
 TABLE_ROWS = 1000  # rows a table shows: rendering 10⁶ rows took minutes and a gigabyte
@@ -95,15 +96,18 @@ def runs(
     if print_frame(frame, as_json, as_csv):
         return
     frame = queries.flat_config(frame)
-    fixed = [c for c in FIXED if c in frame.columns]
-    config_cols = [
+    front = [c for c in FRONT if c in frame.columns]
+    back = [c for c in BACK if c in frame.columns]
+    varying = [
         c
         for c in frame.columns
-        if c not in fixed and c not in HIDDEN and frame[c].astype(str).nunique(dropna=False) > 1
+        if c not in front + back
+        and c not in HIDDEN
+        and frame[c].astype(str).nunique(dropna=False) > 1
     ]
+    columns = front + varying + back  # a narrow terminal drops from the right
     how = "every column: --json or --csv" + ("" if family else "; typed config: --family F")
-    rows = frame[fixed + config_cols].values.tolist()
-    print_fitted(fixed + config_cols, rows, f"{len(frame)} runs", how)
+    print_fitted(columns, frame[columns].values.tolist(), f"{len(frame)} runs", how)
 
 
 def export(

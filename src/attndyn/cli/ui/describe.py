@@ -30,7 +30,8 @@ _LENGTHS = (("min_length", "length >="), ("max_length", "length <="))
 
 
 def type_name(annotation: Any) -> str:
-    """``int``, ``float | None``, ``list[int]``, ``str`` (for a Literal of strings), …"""
+    """``int``, ``float | None``, ``list[int]``, ``tuple[float, ...]``, ``str`` (for a Literal of
+    strings), …"""
     origin = get_origin(annotation)
     if origin is Literal:
         return " | ".join(sorted({type(a).__name__ for a in get_args(annotation)}))
@@ -38,6 +39,8 @@ def type_name(annotation: Any) -> str:
         return " | ".join(type_name(a) for a in get_args(annotation))
     if annotation is type(None):
         return "None"
+    if annotation is Ellipsis:
+        return "..."
     if origin is not None:
         args = ", ".join(type_name(a) for a in get_args(annotation))
         return f"{getattr(origin, '__name__', str(origin))}[{args}]"

@@ -565,7 +565,7 @@ class LangevinVsSGD(Experiment):
         out["sde-weak-linear"] = Evidence(
             m["weak_slope"],
             detail=f"{T}, {config.weak_seeds} chains, h = s/{config.weak_substeps}: E F_SDE − "
-            f"E F_SGD = {errs('sde')} at s = {[float(f'{s:.4g}') for s in m['s']]}; reported: "
+            f"E F_SGD = {errs('sde')} at s = {', '.join(f'{s:.4g}' for s in m['s'])}; reported: "
             f"slopes ODE {m['weak_slopes']['ode'].value:.3f}, sme1 "
             f"{m['weak_slopes']['sme1'].value:.3f}",
         )

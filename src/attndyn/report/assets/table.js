@@ -21,10 +21,26 @@
     head.appendChild(th);
   });
 
-  function cell(v, c) {
+  // one number format per column: the decimals that the column's values need at 4 significant
+  // digits (so 1 and 0.25 print as 1.00 and 0.25), or 3-digit exponents when it spans more than
+  // 10^6 or holds values below 10^-3
+  const formats = cols.map((c, j) => {
+    const nums = rows.map((r) => r[j]).filter((v) => typeof v === "number" && isFinite(v));
+    if (!c.num || !nums.length || nums.every(Number.isInteger)) return (v) => String(v);
+    const abs = nums.map(Math.abs).filter((v) => v > 0);
+    const lo = Math.min(...abs), hi = Math.max(...abs);
+    if (abs.length && (lo < 1e-3 || hi / lo > 1e6)) return (v) => v.toExponential(2);
+    const decimals = Math.min(6, Math.max(...nums.map((v) => {
+      const t = String(Number(v.toPrecision(4)));
+      return t.includes(".") ? t.length - t.indexOf(".") - 1 : 0;
+    })));
+    return (v) => v.toFixed(decimals);
+  });
+
+  function cell(v, c, j) {
     if (v === null || v === undefined || v === "") return '<td class="muted">—</td>';
     if (c.key === "run_id") return '<td><a class="rid" href="runs/' + encodeURIComponent(v) + '.html"><code>' + esc(v) + "</code></a></td>";
-    if (c.num && typeof v === "number") return '<td class="num">' + esc(Number.isInteger(v) ? v : v.toPrecision(4)) + "</td>";
+    if (c.num && typeof v === "number") return '<td class="num">' + esc(formats[j](v)) + "</td>";
     if (c.key === "n_diverged" && v > 0) return '<td class="num bad">' + esc(v) + "</td>";
     return "<td>" + esc(v) + "</td>";
   }
@@ -33,7 +49,7 @@
     const pages = Math.max(1, Math.ceil(shown.length / PAGE));
     page = Math.min(page, pages - 1);
     const slice = shown.slice(page * PAGE, (page + 1) * PAGE);
-    body.innerHTML = slice.map((i) => "<tr>" + rows[i].map((v, j) => cell(v, cols[j])).join("") + "</tr>").join("");
+    body.innerHTML = slice.map((i) => "<tr>" + rows[i].map((v, j) => cell(v, cols[j], j)).join("") + "</tr>").join("");
     document.getElementById("count").textContent =
       shown.length + " of " + rows.length + " runs" + (shown.length ? ", rows " + (page * PAGE + 1) + "–" + (page * PAGE + slice.length) : "");
     document.getElementById("page").textContent = "page " + (page + 1) + " / " + pages;
