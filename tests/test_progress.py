@@ -216,3 +216,28 @@ def test_stdout_printed_under_the_bar_stays_on_stdout_when_it_is_a_file(capsys, 
     out, err = capsys.readouterr()
     assert out == "table row\n"
     assert "table row" not in err and "5/10 steps" in err
+
+
+def test_progress_is_shown_by_default_in_a_terminal_or_a_notebook(monkeypatch):
+    """attndyn.simulate/predict/run show progress when stderr is a terminal or in a Jupyter
+    kernel (progress=None), not when output goes to a file or a pipe (as under pytest)."""
+    import sys
+    import types
+
+    from attndyn import api
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    assert not api.interactive() and api._progress(None) is False and api._progress(True)
+
+    class ZMQInteractiveShell:  # the class name IPython's kernel shell has
+        pass
+
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = ZMQInteractiveShell  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    assert api.interactive()
+    fake.get_ipython = lambda: None  # type: ignore[attr-defined]  # plain IPython or none
+    assert not api.interactive()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    assert api.interactive()

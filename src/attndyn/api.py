@@ -9,6 +9,7 @@ simulation and ``(time,)`` for theory.
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,12 +47,26 @@ def on_devices(n: int | None) -> AbstractContextManager[None]:
     return core_devices.using(n)
 
 
+def interactive() -> bool:
+    """Whether progress is shown by default: stderr is a terminal, or the code runs in a
+    Jupyter kernel (where rich draws the bars in the cell's output)."""
+    if sys.stderr.isatty():
+        return True
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    return get is not None and type(get()).__name__ == "ZMQInteractiveShell"
+
+
+def _progress(progress: bool | None) -> bool:
+    return interactive() if progress is None else progress
+
+
 def simulate(
     family: str,
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,
-    progress: bool = False,
+    progress: bool | None = None,
     devices: int | None = None,
     **config: Any,
 ) -> xr.Dataset:
@@ -64,7 +79,8 @@ def simulate(
             the CLI and :func:`run`). The run is stored there, and a stored run with the same
             config (the same run id) is read back instead of recomputed.
         force: recompute and overwrite even when the run is stored.
-        progress: show a progress bar (steps done, ETA) on stderr while it runs.
+        progress: show a progress bar (steps done, ETA) on stderr while it runs; default
+            (None): when stderr is a terminal or in a Jupyter notebook (:func:`interactive`).
         devices: shard the seeds over this many devices (:func:`on_devices`); an execution
             setting, not part of the config or the run id.
         **config: fields of the family's ``Config`` (``attndyn.models.<family>.Config``); fields
@@ -88,7 +104,7 @@ def simulate(
             field and what is allowed).
     """
     cfg = runs.family_config(family, config)
-    with shown(progress), on_devices(devices):
+    with shown(_progress(progress)), on_devices(devices):
         traj, _ = runs.simulation(family, cfg, Store(out), force)
     return traj
 
@@ -98,7 +114,7 @@ def predict(
     *,
     out: str | os.PathLike | None = None,
     force: bool = False,
-    progress: bool = False,
+    progress: bool | None = None,
     **config: Any,
 ) -> xr.Dataset:
     """The theory's prediction for one configuration of ``family``.
@@ -110,7 +126,7 @@ def predict(
             ``<family>:theory`` and read back when already stored.
         force: recompute and overwrite even when stored.
         progress: show progress on stderr while it runs (elapsed time; the integration time
-            reached where the theory reports it).
+            reached where the theory reports it); default as for :func:`simulate`.
         **config: fields of the theory's ``Config`` (``attndyn.models.<family>.theory.Config``):
             the simulator's model and grid fields plus the theory's own (e.g. ``method``,
             ``rtol``). A theory that starts from the simulator's initial state (``aim``,
@@ -129,7 +145,7 @@ def predict(
         InputError: unknown family, a family without theory, or a bad config.
     """
     cfg = runs.theory_config(family, config)
-    with shown(progress):
+    with shown(_progress(progress)):
         traj, _ = runs.theory(family, cfg, Store(out), force)
     return traj
 
@@ -141,7 +157,7 @@ def run(
     out: str | os.PathLike | None = None,
     force: bool = False,
     control: str | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     devices: int | None = None,
     **overrides: Any,
 ) -> ExperimentOutcome:
@@ -149,14 +165,16 @@ def run(
 
     Args:
         name: a registered experiment (``attndyn list``), e.g. ``"aim-solvable"``.
-        preset: ``"tiny"`` (seconds; run by the test suite), ``"small"`` (well under two
-            minutes on two cores) or ``"paper"`` (the published setting).
+        preset: ``"tiny"`` (seconds to two minutes; run by the test suite), ``"small"``
+            (10 s to about 15 min on two cores: ``attndyn run NAME --dry-run`` estimates it) or
+            ``"paper"`` (the published setting).
         out: results folder (default ``$ATTNDYN_RESULTS`` or ``./attndyn-results``); the
             experiment's runs and its record are always stored, and stored runs are reused.
         force: recompute every run even when stored.
         control: a negative control of the experiment (a deliberately wrong model or scaling,
             docs/claims.md): its overrides are applied last and its claims are expected to fail.
-        progress: show on stderr how many runs are done and the current run's progress.
+        progress: show on stderr how many runs are done and the current run's progress;
+            default as for :func:`simulate`.
         devices: shard each simulation's seeds over this many devices (:func:`on_devices`).
         **overrides: fields of the experiment's config, applied on top of the preset (``seed``:
             the seed offset, ``seeds``: their number).
@@ -174,7 +192,7 @@ def run(
     Raises:
         InputError: unknown experiment or preset, or a bad override.
     """
-    with shown(progress, count="runs"), on_devices(devices):
+    with shown(_progress(progress), count="runs"), on_devices(devices):
         return run_experiment(name, preset, overrides, out=out, force=force, control=control)
 
 
