@@ -19,13 +19,13 @@ fixed-step GD wastes steps where ∇L is tiny. Two pairs are offered:
 
   For a loss L = ℓ(z(u(θ))) whose few outputs z (K of them) depend on the N parameters only
   through P numbers u (e.g. a network's products of weight matrices) we take the Gauss–Newton
-  Jacobian A = −JᵀHJ with J = G L, G = ∂z/∂u (K×P), L = ∂u/∂θ (P×N), H = ∇²_zℓ ⪰ 0, i.e.
-  and solve by Woodbury, (I + cJᵀHJ)⁻¹v = v − cLᵀGᵀ(I_K + cHJJᵀ)⁻¹HG(Lv) with JJᵀ = G(LLᵀ)Gᵀ:
-  one Jacobian–vector product Lv and one transposed product Lᵀw of u(θ) (through its
-  linearisation: no N-wide matrix is formed) and one K×K solve per stage; G, H, the Gram LLᵀ
-  (closed form from the family, :class:`GaussNewton`) and the linearisation are refreshed
-  every 8 steps (a W-method needs no exact Jacobian). The stiff
-  directions of a sharp loss are those of JᵀHJ, so the step is set by accuracy.
+  Jacobian A = −JᵀHJ with J = G L, G = ∂z/∂u (K×P), L = ∂u/∂θ (P×N), H = ∇²_zℓ ⪰ 0, and solve
+  by Woodbury, (I + cJᵀHJ)⁻¹v = v − cLᵀGᵀ(I_K + cHJJᵀ)⁻¹HG(Lv) with JJᵀ = G(LLᵀ)Gᵀ: one
+  Jacobian–vector product Lv and one transposed product Lᵀw of u(θ) (no N-wide matrix is
+  formed) and one K×K solve per stage. G, H, the Gram LLᵀ and the linearisation (closed forms
+  from the family, :class:`GaussNewton`) are refreshed every 8 steps (a W-method needs no exact
+  Jacobian). The stiff directions of a sharp loss are those of JᵀHJ, so the step is set by
+  accuracy.
 
 Both accept when ‖e/(atol + rtol·max(|y|, |y'|))‖_rms ≤ 1 and set h ← h·clip(0.9‖·‖^{−1/(q+1)},
 0.2, 5) (q the order of the embedded estimate). Each seed has its own step size; seeds run in one
