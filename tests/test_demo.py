@@ -20,6 +20,7 @@ def test_demo_runs_stores_and_shows_tied_recovering_direct_trapped(tmp_path):
     assert "expected time: about " in proc.stdout.splitlines()[1]  # said before it runs
     assert (out / "figures" / "demo-p12.png").stat().st_size > 10_000
     assert "demo-p12.png" in proc.stdout
+    assert proc.stdout.splitlines()[-1].startswith("done in ")  # the total, measured
     # it ends with the report of its results folder, which shows the demo's figure
     index = out / "report" / "index.html"
     assert f"report:         {index}" in proc.stdout

@@ -10,6 +10,7 @@ grows to O(1) within n = O(d² log d) samples (P1 Cor. 3). P1 is arXiv 2609.0385
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -103,10 +104,12 @@ def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
     from attndyn.runs.estimate import expected_time
     from attndyn.store import Store
 
+    start = time.perf_counter()
     console.print("attndyn demo: AIM, h2 activation, L = 1; tied S = WWᵀ vs direct S (P1 Fig. 2)")
     planned = [("aim", cfg) for cfg in demo_configs()]
     console.print(
-        f"expected time: {expected_time(planned, Store(out), force)[1]}",
+        f"expected time: {expected_time(planned, Store(out), force)[1]}, for the simulations; "
+        "the theory run, the figure and the report follow, and the last line says the total",
         highlight=False,
         soft_wrap=True,
     )
@@ -131,6 +134,7 @@ def show_demo(console: Console, out=None, force: bool = False) -> DemoResult:
     from attndyn.report.site import write_report
 
     print(f"report:         {write_report(result.root)}  (open it in a browser)")
+    print(f"done in {time.perf_counter() - start:.1f} s")
     return result
 
 

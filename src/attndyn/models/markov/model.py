@@ -210,7 +210,10 @@ def outer(a: jax.Array, b: jax.Array) -> jax.Array:
     BENCHMARKS.md "Focus–dilution")."""
     if a.shape[0] > SMALL_D:
         return a.T @ b
-    return sum(a[i][:, None] * b[i][None, :] for i in range(a.shape[0]))
+    total = a[0][:, None] * b[0][None, :]
+    for i in range(1, a.shape[0]):
+        total = total + a[i][:, None] * b[i][None, :]
+    return total
 
 
 def shorthand_linearization(params: Params, arch: Arch = Arch(), frozen: tuple[str, ...] = ()):
@@ -228,9 +231,7 @@ def shorthand_linearization(params: Params, arch: Arch = Arch(), frozen: tuple[s
     s = arch.logit_scale
     AQ, AK = A @ Q, A @ K
     q_ak, k_aq = Q @ AK.T, K @ AQ.T  # (m, d)
-    V = params.get("WV")
-    out = A @ V if arch.value else A
-    value_w1 = V @ W1 if arch.value else W1
+    out, value_w1 = (A @ params["WV"], params["WV"] @ W1) if arch.value else (A, W1)
     trained = {g: g not in frozen for g in params}
     sh = {"M": out @ W1, "Phi": s * (AQ @ AK.T)}
     if arch.residual:
