@@ -233,11 +233,8 @@ def shorthand_linearization(params: Params, arch: Arch = Arch(), frozen: tuple[s
     q_ak, k_aq = Q @ AK.T, K @ AQ.T  # (m, d)
     out, value_w1 = (A @ params["WV"], params["WV"] @ W1) if arch.value else (A, W1)
     trained = {g: g not in frozen for g in params}
-    sh = {"M": out @ W1, "Phi": s * (AQ @ AK.T)}
-    if arch.residual:
-        sh["R"] = A @ W1
-    names = list(sh)
-    u = jnp.concatenate([sh[k].reshape(-1) for k in names])
+    names = ["M", "Phi", "R"] if arch.residual else ["M", "Phi"]
+    u = shorthand_vector(params, arch)  # under jit, XLA shares AQ and AK with the products here
     d = A.shape[0]
 
     def jvp(t):
