@@ -130,8 +130,11 @@ class Potential:
         return self._jit[name]
 
     def _call(self, name, m, omega, psi):
+        # NumPy float64 arguments go to the compiled function as they are: converting each with
+        # jnp.asarray first was an eager dispatch per argument, most of an ODE right-hand side's
+        # time in the matrix flow (BENCHMARKS.md, "Claim runs in CI")
         with jax.enable_x64(True):
-            args = [jnp.asarray(a, jnp.float64) for a in (m, omega, psi)]
+            args = [np.asarray(a, np.float64) for a in (m, omega, psi)]
             return self._compiled(name)(*args)
 
     def value(self, m, omega, psi) -> float:
