@@ -6,6 +6,7 @@ step").
   python scripts/aim_step_profile.py devices [D BATCH] # seeds sharded over 2 XLA host devices
   python scripts/aim_step_profile.py draw-ab [DxB ...] # whole step, jax.random.normal vs fastrandom
   python scripts/aim_step_profile.py forms-ab [DxB ...] # whole step, Gram forms as dots vs fused
+  python scripts/aim_step_profile.py gemm [ROUNDS]      # the step's GEMMs alone, in each layout
 
 ``split``: the tied softmax benchmark step of ``attndyn.models.aim.bench`` (8 seeds, vmapped,
 default d = 512, batch 64), timed as cumulative pieces inside a jitted loop of N steps, interleaved
@@ -22,6 +23,12 @@ per step, CPUs used (process CPU s per wall s) and the largest parameter differe
 ``draw-ab``: the trainer's ``advance`` with the token draw through ``jax.random.normal`` (old) and
 through :mod:`attndyn.core.fastrandom` (new), interleaved, 15 rounds: old/new time per step (best
 and median of paired ratios), and whether the parameters are bitwise equal afterwards.
+``gemm``: the products of the d = 512, batch 64 step (8 seeds, L = 2, r = r* = 256) alone, each in
+a jitted loop whose operands depend on the loop carry (so XLA cannot hoist the product) and whose
+output is reduced by a max (so it cannot be simplified away): the projection against [W | F*]
+(X·W, Wᵀ·Xᵀ, seed by seed), the gradient (Xᵀ·Ȳ as XLA's autodiff writes it, Ȳᵀ·X, a row-major
+Xᵀ, an explicit transpose copy), and, for scale, the projection of all 8·128 rows against one
+shared matrix. GFLOP/s (best of ROUNDS, default 7) and the fraction of the 2048² matmul peak.
 """
 
 from __future__ import annotations
@@ -239,6 +246,66 @@ def forms_ab(sizes: list[tuple[int, int]]) -> None:
         )
 
 
+def gemm(rounds: int) -> None:
+    from attndyn.core.timing import matmul_peak
+
+    rows, d, r2, r, n = SEEDS * 64 * L, 512, 512, 256, 40
+    ks = jax.random.split(jax.random.PRNGKey(0), 3)
+    x = jax.random.normal(ks[0], (SEEDS, rows // SEEDS, d))
+    w = jax.random.normal(ks[1], (SEEDS, d, r2)) / 30
+    yb = jax.random.normal(ks[2], (SEEDS, rows // SEEDS, r))
+    xt, wt, ybt = (jnp.swapaxes(a, 1, 2) for a in (x, w, yb))
+    proj, grad = 2 * rows * d * r2, 2 * rows * d * r
+
+    def per_seed(f):
+        return lambda a, b: [f(a[i], b[i]) for i in range(SEEDS)]
+
+    def ein(spec):
+        return lambda a, b: jnp.einsum(spec, a, b)
+
+    def copied(a, b):
+        return jnp.einsum("sdb,sbr->sdr", jnp.swapaxes(a, 1, 2).copy(), b)
+
+    cases = {
+        "projection X·W (batched)": (ein("sbd,sdr->sbr"), x, w, proj),
+        "projection Wᵀ·Xᵀ (batched)": (ein("srd,sbd->srb"), wt, x, proj),
+        "projection X·W, seed by seed": (per_seed(jnp.matmul), x, w, proj),
+        "gradient Xᵀ·Ȳ (autodiff's form)": (ein("sbd,sbr->sdr"), x, yb, grad),
+        "gradient Ȳᵀ·X, Ȳ transposed": (ein("srb,sbd->srd"), ybt, x, grad),
+        "gradient Xᵀ·Ȳ, Xᵀ row-major": (ein("sdb,sbr->sdr"), xt, yb, grad),
+        "gradient, Xᵀ copied then NN": (copied, x, yb, grad),
+        "projection 1024×512 by one shared 512×512": (
+            lambda a, b: a.reshape(rows, d) @ b[0], x, w, proj),
+    }  # fmt: skip
+
+    def timed_loop(f):
+        def run(s0, a, b):
+            def body(k, s):
+                out = f(a + s, b + s)
+                outs = out if isinstance(out, list) else [out]
+                return s + 1e-30 * sum(jnp.max(o) for o in outs)
+
+            return jax.lax.fori_loop(0, n, body, s0)
+
+        return jax.jit(run)
+
+    loops = {name: timed_loop(f) for name, (f, *_) in cases.items()}
+    s0 = jnp.float32(0)
+    for name, fn in loops.items():
+        jax.block_until_ready(fn(s0, *cases[name][1:3]))
+    best = dict.fromkeys(loops, np.inf)
+    for _ in range(rounds):
+        for name, fn in loops.items():
+            t = time.perf_counter()
+            jax.block_until_ready(fn(s0, *cases[name][1:3]))
+            best[name] = min(best[name], (time.perf_counter() - t) / n)
+    peak = matmul_peak(repeats=10)["matmul_peak_gflops"]
+    print(f"GEMMs of the aim step (d = 512, batch 64, {SEEDS} seeds); peak {peak:.0f} GFLOP/s")
+    for name, t in best.items():
+        gflops = cases[name][3] / t / 1e9
+        print(f"  {name:44s} {t * 1e3:7.3f} ms {gflops:7.1f} GFLOP/s {gflops / peak:5.2f}")
+
+
 if __name__ == "__main__":
     args = sys.argv[1:] or ["split"]
     if args[0] == "devices":
@@ -249,6 +316,8 @@ if __name__ == "__main__":
     elif args[0] == "forms-ab":
         pairs = [tuple(int(v) for v in a.split("x")) for a in args[1:]]
         forms_ab(pairs or [(512, 64), (64, 1), (64, 64), (256, 64)])
+    elif args[0] == "gemm":
+        gemm(int(args[1]) if len(args) > 1 else 7)
     elif args[0] == "draw-ab":
         pairs = [tuple(int(v) for v in a.split("x")) for a in args[1:]]
         draw_ab(pairs or [(512, 64), (64, 1), (64, 64), (256, 64)])
