@@ -133,13 +133,15 @@ the paper preset failed it (1.104 [1.088, 1.121] against 1 ± 0.079) and at smal
 depended on the seeds drawn (offsets 0 / 1000 / 2000: 1.08 / 1.12 / 1.10 against 1 ± (1/8 +
 δ_h)); docs/langevin.md, "langevin-plateau", has the corrected values.
 
-**Paper preset: `laplace-attention` fails, by 0.0002** (2026-12-05: 1.0636 [1.0476, 1.0795]
-against 1 ± 0.0793; first order 1.104). The corrected ratio over s = 0.8 … 0.05 is 0.739, 0.879,
-0.959, 1.036, 1.064: the remainder after c·s changes sign, ≈ −0.26 at s = 0.8 and ≈ +0.06 at
-s = 0.05 (≈ 25·s²), so the check at s_max (a ratio in (0, 2)) does not bound it at s_min by
-(s_min/s_max)² as the tolerance assumes. At s = 0.025 and 0.0125 the corrected ratio is 1.026
-and 1.017, at 1 + δ_h: the expansion holds there. What fails is the reconstruction's assumption
-that s = 0.05 is in attention's Laplace regime, not the computed next order.
+**Paper preset: `laplace-attention` at the edge of its regime.** Under storage schema 2 (2026-12-06)
+it passes, 1.0541 [1.0404, 1.0678]; under schema 1 it failed by 0.0002 (2026-12-05: 1.0636 [1.0476,
+1.0795] against 1 ± 0.0793; first order 1.104): the two draws differ by less than the intervals'
+half-width, so the verdict at this grid depends on the draw. The schema-1 corrected ratio over s =
+0.8 … 0.05 is 0.739, 0.879, 0.959, 1.036, 1.064: the remainder after c·s changes sign, ≈ −0.26 at s
+= 0.8 and ≈ +0.06 at s = 0.05 (≈ 25·s²), so the check at s_max (a ratio in (0, 2)) does not bound it
+at s_min by (s_min/s_max)² as the tolerance assumes. At s = 0.025 and 0.0125 the corrected ratio is
+1.026 and 1.017, at 1 + δ_h: the expansion holds there. What is marginal is the reconstruction's
+assumption that s = 0.05 is in attention's Laplace regime, not the computed next order.
 """
 
 
