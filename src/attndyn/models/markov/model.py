@@ -143,11 +143,16 @@ def population_curvature(z: jax.Array, pi: jax.Array) -> jax.Array:
     return jax.scipy.linalg.block_diag(*[blocks[i] for i in range(d)])
 
 
+def shorthand_names(arch: Arch = Arch()) -> tuple[str, ...]:
+    """The shorthands in the order :func:`shorthand_vector` stacks them: M, Φ[, R]."""
+    return ("M", "Phi", "R") if arch.residual else ("M", "Phi")
+
+
 def shorthand_vector(params: Params, arch: Arch = Arch()) -> jax.Array:
     """u = (M, Φ[, R]) flattened row-major: the P = 2d² (3d² with a residual) numbers through
     which the population logits depend on the weights."""
     sh = shorthands(params, arch)
-    return jnp.concatenate([sh[k].reshape(-1) for k in ("M", "Phi", "R") if k in sh])
+    return jnp.concatenate([sh[k].reshape(-1) for k in shorthand_names(arch)])
 
 
 def shorthand_gram(params: Params, arch: Arch = Arch(), frozen: tuple[str, ...] = ()) -> jax.Array:
@@ -233,7 +238,7 @@ def shorthand_linearization(params: Params, arch: Arch = Arch(), frozen: tuple[s
     q_ak, k_aq = Q @ AK.T, K @ AQ.T  # (m, d)
     out, value_w1 = (A @ params["WV"], params["WV"] @ W1) if arch.value else (A, W1)
     trained = {g: g not in frozen for g in params}
-    names = ["M", "Phi", "R"] if arch.residual else ["M", "Phi"]
+    names = shorthand_names(arch)
     u = shorthand_vector(params, arch)  # under jit, XLA shares AQ and AK with the products here
     d = A.shape[0]
 
