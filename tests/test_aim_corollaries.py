@@ -335,7 +335,7 @@ def test_cor8_untied_truncation_converges_geometrically_in_M(tau_max, ratio_max)
 
 def test_cor8_gamma0_truncation_stops_converging_beyond_its_radius():
     """Cor. 8 is stated under Theorem 3's conditions, which include weight decay γ > γ*(T)
-    (Assumption 4.5, @≈51,300, not exact). At γ = 0 the untied truncation, like the tied one
+    (Assumption 4.5, @≈52,900, not exact). At γ = 0 the untied truncation, like the tied one
     (docs/aim-solvable.md, "Disagreement with P1"), converges in M only below a finite radius
     in τ: same setting as above, τ ≤ 0.15. Measured (2026-12-07): errors 0.127, 0.153, 0.174
     for M = 2, 3, 4 (0.141 at M = 5): they do not fall. With γ = 2 they fall again, slowly:
