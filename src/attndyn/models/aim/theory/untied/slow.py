@@ -182,16 +182,26 @@ class UntiedHierarchy:
         d_mu = self.field(mu, bias, a1, a2)
         if d is not None:
             # dm_k/dτ = −√d D_k δ_k − 2γ m_k must equal dm*_k/dτ (the decay of Tr M is
-            # restored by the fast dynamics, as in SGD: E Δm ∋ −2αγ m/d)
+            # restored by the fast dynamics, as in SGD: E Δm ∋ −2αγ m/d); δ moves q as well,
+            # so dm*/dτ = rate + R δ and δ solves (√d D + R) δ = −(rate + 2γ m)
             rate = means.slaved_rate(m_tr, q1, q2, *self.q_of(d_mu))
+
+            def bias_field(delta):  # the δ terms alone (field() also adds the decay)
+                return self.field(mu, delta, 0 * a1, 0 * a2) + 2.0 * self.weight_decay * (
+                    self._decay * mu
+                )
+
+            R = np.zeros((len(idx), len(idx)))
+            for j, k in enumerate(idx):
+                unit = np.zeros(self.K)
+                unit[k] = 1.0
+                R[:, j] = means.slaved_rate(m_tr, q1, q2, *self.q_of(bias_field(unit)))
             m_cur = np.sqrt(d) * mu[self._t[idx]]
             delta = np.zeros(self.K)
-            delta[idx] = -(rate + 2.0 * self.weight_decay * m_cur) / (np.sqrt(d) * D[idx])
-            d_mu = (
-                d_mu
-                + self.field(mu, delta, 0 * a1, 0 * a2)
-                + 2.0 * self.weight_decay * (self._decay * mu)
+            delta[idx] = -np.linalg.solve(
+                np.sqrt(d) * np.diag(D[idx]) + R, rate + 2.0 * self.weight_decay * m_cur
             )
+            d_mu = d_mu + bias_field(delta)
         return d_mu
 
     def solve(self, mu0, means: MeanDynamics, times, rtol=1e-8, d=None) -> dict[str, np.ndarray]:
@@ -243,19 +253,32 @@ class UntiedMatrixFlow:
             dV[k] = -beta * U[k] - 2.0 * st["H"][k].T @ U[k] - self.weight_decay * V[k]
         if self.track_mean:
             K = len(U)
-            dM = np.stack([du @ v.T + u @ dv.T for u, v, du, dv in zip(U, V, dU, dV, strict=True)])
             f, ft = st["M"].reshape(K, -1), st["Mt"].reshape(K, -1)
-            df = dM.reshape(K, -1)
-            dft = np.ascontiguousarray(np.transpose(dM, (0, 2, 1))).reshape(K, -1)
-            dq1 = (df @ f.T + f @ df.T) / d
-            dq2 = (df @ ft.T + f @ dft.T) / d
-            rate = means.slaved_rate(st["m"], st["q1"], st["q2"], dq1, dq2)
-            for j, k in enumerate(means.idx):
-                # dm_k/dτ = −√d D_k δ_k − 2γ m_k = dm*_k/dτ (SGD's E Δm ∋ −2αγ m/d)
-                m_cur = np.trace(st["M"][k]) / np.sqrt(d)
-                delta = -(rate[j] + 2.0 * self.weight_decay * m_cur) / (np.sqrt(d) * st["D"][k])
-                dU[k] = dU[k] - delta * V[k]
-                dV[k] = dV[k] - delta * U[k]
+
+            def q_rates(dM):  # (dq1, dq2) of a change dM of the stacked M_k
+                df = dM.reshape(K, -1)
+                dft = np.ascontiguousarray(np.transpose(dM, (0, 2, 1))).reshape(K, -1)
+                return (df @ f.T + f @ df.T) / d, (df @ ft.T + f @ dft.T) / d
+
+            dM = np.stack([du @ v.T + u @ dv.T for u, v, du, dv in zip(U, V, dU, dV, strict=True)])
+            rate = means.slaved_rate(st["m"], st["q1"], st["q2"], *q_rates(dM))
+            # the correction −δ_k (V_k, U_k) moves M_k by −δ_k (A_k + B_k), hence q and m*:
+            # dm*/dτ = rate + R δ, and dm_k/dτ = −√d D_k δ_k − 2γ m_k (SGD's E Δm ∋ −2αγ m/d)
+            # must equal it: (√d D + R) δ = −(rate + 2γ m)
+            idx = list(means.idx)
+            R = np.zeros((len(idx), len(idx)))
+            for j, k in enumerate(idx):
+                dMk = np.zeros_like(st["M"])
+                dMk[k] = -(U[k] @ U[k].T + V[k] @ V[k].T)
+                R[:, j] = means.slaved_rate(st["m"], st["q1"], st["q2"], *q_rates(dMk))
+            m_cur = np.array([np.trace(st["M"][k]) for k in idx]) / np.sqrt(d)
+            D = np.array([st["D"][k] for k in idx])
+            delta = -np.linalg.solve(
+                np.sqrt(d) * np.diag(D) + R, rate + 2.0 * self.weight_decay * m_cur
+            )
+            for j, k in enumerate(idx):
+                dU[k] = dU[k] - delta[j] * V[k]
+                dV[k] = dV[k] - delta[j] * U[k]
         return dU, dV
 
     def solve(self, U0: list, V0: list, times, rtol=1e-7) -> list[tuple[list, list] | None]:
