@@ -13,7 +13,7 @@ from typing import Any
 from attndyn.claims import get_experiment
 from attndyn.claims.base import Check, Claim, RunContext
 from attndyn.claims.config import SEED_FIELDS, base_fields, merge_overrides
-from attndyn.core.config import validate
+from attndyn.core.config import identity, validate
 from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
 from attndyn.store import Store
@@ -154,7 +154,7 @@ def validate_experiment(config_cls, values: dict[str, Any]):
 
 def experiment_key(name: str, preset: str, config) -> str:
     """The stored record's key: ``<name>-<preset>-<first 8 hex digits of the config hash>``."""
-    cfg = json.loads(config.model_dump_json())
+    cfg = identity(config)
     digest = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode()).hexdigest()[:8]
     return f"{name}-{preset}-{digest}"
 

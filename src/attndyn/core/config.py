@@ -212,9 +212,30 @@ def canonical(config: BaseModel) -> dict[str, Any]:
     return json.loads(config.model_dump_json())
 
 
+def identity(config: BaseModel) -> dict[str, Any]:
+    """What a run id hashes: :func:`canonical` without the fields a config class lists in its
+    ``ID_NEUTRAL`` (field name → value) while they hold that value, in nested configs too.
+
+    A field added to a family after runs were stored is listed there with the value that gives
+    the old behaviour, so every stored run keeps its id (docs/store.md, "Run ids")."""
+    return _drop_neutral(config, canonical(config))
+
+
+def _drop_neutral(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
+    for name in list(data):
+        value = getattr(model, name, None)
+        if isinstance(value, BaseModel) and isinstance(data[name], dict):
+            data[name] = _drop_neutral(value, data[name])
+    for name, neutral in getattr(type(model), "ID_NEUTRAL", {}).items():
+        if name in data and data[name] == neutral:
+            del data[name]
+    return data
+
+
 def run_id(family: str, config: BaseModel) -> str:
-    """Hash of the family name, the canonical config and the schema version (16 hex digits)."""
-    payload = {"family": family, "config": canonical(config), "schema": SCHEMA_VERSION}
+    """Hash of the family name, the config's :func:`identity` and the schema version (16 hex
+    digits)."""
+    payload = {"family": family, "config": identity(config), "schema": SCHEMA_VERSION}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
