@@ -57,6 +57,21 @@ PRICE_CHUNK = 1 << 22
 """Hessian entries per chunk of nodes in the Price form (bounds its memory)."""
 
 
+def hermite_cubic(kappa, chol, xi):
+    """Σ_abc κ_abc h_abc at the rule's nodes, h_abc the third multivariate Hermite polynomial of
+    N(0, Σ = chol cholᵀ) at G = chol ξ: h_abc = z_a z_b z_c − Λ_ab z_c − Λ_ac z_b − Λ_bc z_a with
+    z = Λ G = chol^−ᵀ ξ and Λ = Σ^−1. Gaussian integration by parts gives
+    E ∂_a∂_b∂_c f(G) = E f(G) h_abc(G), so E f(G)(1 + Σκh/6) is the first Edgeworth term of a
+    distribution with covariance Σ and third cumulants κ (Hall 1992, §2.2)."""
+    z = jax.scipy.linalg.solve_triangular(chol, xi.T, lower=True, trans=1).T  # chol^−ᵀ ξ
+    eye = jnp.eye(chol.shape[0], dtype=chol.dtype)
+    inv_chol = jax.scipy.linalg.solve_triangular(chol, eye, lower=True)
+    precision = inv_chol.T @ inv_chol
+    cubic = jnp.einsum("abc,na,nb,nc->n", kappa, z, z, z)
+    linear = jnp.einsum("abc,ab,nc->n", kappa, precision, z)
+    return cubic - 3.0 * linear
+
+
 @dataclass
 class Potential:
     """Φ(m, Ω, Ψ) = E L(G) for a loss L of the full form tensor G[K, L, L] (one sample).
@@ -97,7 +112,9 @@ class Potential:
         """E G_ijk = C_ij m_k, flattened."""
         return (xp.asarray(m)[:, None, None] * xp.asarray(self.C)[None]).reshape(-1)
 
-    def _phi(self, m, omega, psi):
+    def _phi(self, m, omega, psi, kappa=None):
+        """E L(G) over the Gaussian rule; with ``kappa`` (the third joint cumulants of the kept
+        entries, an (n, n, n) tensor) the first Edgeworth term as well (:meth:`value_edgeworth`)."""
         # symmetrise first: derivatives w.r.t. the unsymmetrised matrices then carry the ½
         # convention of Eqs. 91/458/459 on off-diagonal entries
         omega = 0.5 * (omega + omega.T)
@@ -108,15 +125,29 @@ class Potential:
         if self.basis is not None:  # G_kept = Bᵀ Y with Y = B G_kept ~ N(B mean, B Cov Bᵀ)
             basis = jnp.asarray(self.basis)
             cov, mean = basis @ cov @ basis.T, basis @ mean
+            if kappa is not None:  # the cumulants of Y = B G_kept
+                kappa = jnp.einsum("ai,bj,ck,ijk->abc", basis, basis, basis, kappa)
         jitter = 1e-12 * (jnp.trace(cov) / cov.shape[0] + 1e-300)
         chol = jnp.linalg.cholesky(cov + jitter * jnp.eye(cov.shape[0], dtype=cov.dtype))
-        g_kept = mean + jnp.asarray(self.rule.nodes) @ chol.T
+        xi = jnp.asarray(self.rule.nodes)
+        g_kept = mean + xi @ chol.T
         if self.basis is not None:
             g_kept = g_kept @ basis
         g_full = g_kept @ jnp.asarray(self.expand).T
         shape = (self.K, self.L, self.L)
         losses = jax.vmap(lambda g: self.loss(g.reshape(shape)))(g_full)
-        return jnp.sum(jnp.asarray(self.rule.weights) * losses)
+        weights = jnp.asarray(self.rule.weights)
+        if kappa is not None:
+            weights = weights * (1.0 + hermite_cubic(kappa, chol, xi) / 6.0)
+        return jnp.sum(weights * losses)
+
+    def value_edgeworth(self, m, omega, psi, kappa) -> float:
+        """Φ(m, Ω, Ψ) + (1/6) Σ_abc κ_abc E ∂_a∂_b∂_c L(G): the finite-d population loss to
+        O(1/d) when the forms have third joint cumulants κ (O(d^−½), P1 Lemma 10; the Edgeworth
+        expansion of Theorem 1, docs/aim.md "Finite d"). ``kappa`` is over the kept entries."""
+        with jax.enable_x64(True):
+            args = [np.asarray(a, np.float64) for a in (m, omega, psi, kappa)]
+            return float(self._compiled("edgeworth")(*args)) + self.constant
 
     def _compiled(self, name):
         if name not in self._jit:
@@ -124,6 +155,8 @@ class Potential:
                 fn = self._gamma_price
             elif name == "value":
                 fn = self._phi
+            elif name == "edgeworth":
+                fn = self._phi  # called with kappa
             else:
                 fn = jax.grad(self._phi, argnums=(0, 1, 2))
             self._jit[name] = jax.jit(fn)
