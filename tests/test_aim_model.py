@@ -25,14 +25,19 @@ def _problem_and_point(values, seed=0):
 
 
 CASES = [
-    dict(param=p, output=o, activation=a, L=L, heads=h)
+    dict(param=p, output=o, activation=a, L=L, heads=h, layers=m)
     for p in ("tied", "direct", "untied")
-    for (o, a, L, h) in [
-        ("index", "h2", 1, 1),
-        ("index", "h3", 2, 2),
-        ("softmax", "h1", 3, 1),
-        ("two-layer", "h1", 2, 1),
+    for (o, a, L, h, m) in [
+        ("index", "h2", 1, 1, 0),
+        ("index", "h3", 2, 2, 0),
+        ("softmax", "h1", 3, 1, 0),
+        ("softmax", "h1", 2, 1, 1),  # the former output='two-layer'
+        ("index", "h2", 2, 1, 2),
     ]
+] + [
+    dict(
+        param="untied", output="softmax", activation="h1", L=2, heads=1, layers=2, values="gaussian"
+    )
 ]
 
 

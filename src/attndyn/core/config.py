@@ -226,7 +226,10 @@ def _drop_neutral(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
         value = getattr(model, name, None)
         if isinstance(value, BaseModel) and isinstance(data[name], dict):
             data[name] = _drop_neutral(value, data[name])
-    for name, neutral in getattr(type(model), "ID_NEUTRAL", {}).items():
+    neutral_values: dict[str, Any] = {}
+    for cls in reversed(type(model).__mro__):  # a subclass adds to its bases' ID_NEUTRAL
+        neutral_values |= vars(cls).get("ID_NEUTRAL", {})
+    for name, neutral in neutral_values.items():
         if name in data and data[name] == neutral:
             del data[name]
     return data

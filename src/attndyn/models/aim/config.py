@@ -5,7 +5,7 @@ Readings chosen where the paper is silent are documented per field; see docs/aim
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, field_validator, model_validator
@@ -59,10 +59,25 @@ class AIMConfig(SimulationConfig):
     teacher_scale: float = Field(
         1.0, gt=0, description="teacher entries ~ N(0, scale/d); identity teacher = scale·I"
     )
-    output: Literal["index", "softmax", "two-layer"] = Field(
+    output: Literal["index", "softmax"] = Field(
         "index",
-        description="index: activation on each form; softmax: row-wise softmax(β G); "
-        "two-layer: softmax(β A G₂ Aᵀ) with A = c·I + softmax(β G₁)",
+        description="the readout σ: index = the activation on each form; softmax = row-wise "
+        "softmax(β G) ('two-layer' is read as softmax with layers = 1)",
+    )
+    layers: int = Field(
+        0,
+        ge=0,
+        le=3,
+        description="M: residual attention layers before the readout, X_m = c·X_{m−1} + "
+        "Σ_h softmax(β A_m^(h)) X_{m−1} V^(h) (P1 Eqs. 1–2, App. B.1); 0 = one layer",
+    )
+    values: Literal["identity", "gaussian"] = Field(
+        "identity",
+        description="value matrices V^(h) of the residual layers: identity, or fixed Gaussian "
+        "with N(0, value_scale²/d) entries (needs uncentred forms: param untied, product teacher)",
+    )
+    value_scale: float = Field(
+        1.0, gt=0, description="values=gaussian: entries of V ~ N(0, value_scale²/d)"
     )
     activation: str = Field(
         "h2",
@@ -71,7 +86,7 @@ class AIMConfig(SimulationConfig):
     beta: float = Field(1.0, gt=0, description="softmax inverse temperature β")
     heads: int = Field(1, ge=1, le=4, description="student heads (outputs summed over heads)")
     teacher_heads: int | None = Field(None, ge=1, le=4, description="teacher heads (= heads)")
-    layer_c: float = Field(1.0, description="residual weight c of the two-layer recursion")
+    layer_c: float = Field(1.0, description="residual weight c of the layers' recursion")
     loss_scale: Literal["half", "full"] = Field(
         "half",
         description="half: ½‖y − y*‖² (P1 Eqs. 22–23); full: ‖y − y*‖² (P1 App. D.3); "
@@ -91,6 +106,20 @@ class AIMConfig(SimulationConfig):
     )
     test_size: int = Field(256, ge=0, le=100_000, description="held-out samples for the test loss")
 
+    ID_NEUTRAL: ClassVar[dict] = {"layers": 0, "values": "identity", "value_scale": 1.0}
+    """Fields added after runs were stored, at the value that keeps their ids
+    (:func:`attndyn.core.config.identity`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _two_layer(cls, values: Any) -> Any:
+        """``output='two-layer'`` (the former spelling) is softmax with one residual layer."""
+        if isinstance(values, dict) and values.get("output") == "two-layer":
+            if values.get("layers", 1) != 1:
+                raise ValueError("output: 'two-layer' means layers = 1; use output='softmax'")
+            values = {**values, "output": "softmax", "layers": 1}
+        return values
+
     @field_validator("activation")
     @classmethod
     def _known_activation(cls, value: str) -> str:
@@ -106,6 +135,25 @@ class AIMConfig(SimulationConfig):
             raise ValueError("init_mean needs param='untied'")
         if self.teacher_mean is not None and self.teacher_kind != "product":
             raise ValueError("teacher_mean needs the product teacher")
+        return self
+
+    @model_validator(mode="after")
+    def _check_indices(self) -> AIMConfig:
+        if self.n_student + self.n_teacher > 9:
+            raise ValueError(
+                f"layers: heads·(layers + 1) student plus teacher indices must be at most 9 (got "
+                f"{self.n_student} + {self.n_teacher}): observable names q_kl give each index "
+                "one digit"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_values(self) -> AIMConfig:
+        if self.values != "identity" and (self.param != "untied" or self.teacher_kind != "product"):
+            raise ValueError(
+                "values: gaussian value matrices need uncentred forms (param='untied' with the "
+                "product teacher, P1 App. B.1); tied and direct forms are centred through V = I"
+            )
         return self
 
     @model_validator(mode="after")
@@ -131,6 +179,16 @@ class AIMConfig(SimulationConfig):
     @property
     def n_teacher_heads(self) -> int:
         return self.teacher_heads or self.heads
+
+    @property
+    def n_student(self) -> int:
+        """Student indices K_s = heads·(layers + 1), head h's layer m at h·(layers + 1) + m."""
+        return self.heads * (self.layers + 1)
+
+    @property
+    def n_teacher(self) -> int:
+        """Teacher indices, laid out as the student's with its own heads."""
+        return self.n_teacher_heads * (self.layers + 1)
 
     @property
     def alpha_d(self) -> float:

@@ -115,33 +115,78 @@ def forms(side: dict, x: jax.Array, cov: jax.Array, centred: bool) -> jax.Array:
 # Output functions: forms of one side, G[b, K, L, L] -> outputs y[b, ...]
 
 
-def make_output(output: str, activation: str, beta: float, heads: int, layer_c: float) -> Callable:
-    """The output map y(G) for one side with ``heads`` heads (indices are grouped per head).
+def make_output(
+    output: str, activation: str, beta: float, heads: int, layer_c: float, layers: int = 0
+) -> Callable:
+    """The output map y(G) of one side with ``heads`` heads and ``layers`` = M residual layers,
+    as a function of the base forms G[b, k] of the input tokens X₀ (value matrices V = I).
 
-    - index: y = Σ_h σ(G_h), entrywise over the L×L forms;
-    - softmax: y = Σ_h softmax_j(β G_h) row-wise (2506.01582: y = softmax(β h));
-    - two-layer (the multi-layer form of arXiv 2506.01582, Eqs. 4–5; docs/aim.md): per head h,
-      indices (2h, 2h+1) are layers 1, 2; A = c·I + Σ_h softmax(β G_{1,h}),
-      y = Σ_h softmax(β A G_{2,h} Aᵀ).
+    Index k = h·(M + 1) + m is head h's matrix S_m^(h) at layer m (m = M: the readout). P1 Eqs.
+    1–2 and App. B.1 (Eqs. 50–53) with V = I give X_m = A_m X₀, A₀ = I,
+
+        A_{m+1} = (c·I + Σ_h softmax(β A_m G_{h,m} A_mᵀ)) A_m,    y = Σ_h σ(A_M G_{h,M} A_Mᵀ),
+
+    since X_m S X_mᵀ/√d = A_m (X₀ S X₀ᵀ/√d) A_mᵀ; a centred form is centred on X₀ (docs/aim.md).
+    σ is the activation entrywise (``index``) or the row-wise softmax(β ·) (``softmax``, the
+    2506.01582 form y = softmax(β h)); c = ``layer_c`` (P1's residual: c = 1). M = 0 is the
+    single-layer AIM, y = Σ_h σ(G_h).
     """
     if output == "index":
         act = ACTIVATIONS[activation]
-        return lambda g: jnp.sum(act(g), axis=1)
-    if output == "softmax":
-        return lambda g: jnp.sum(jax.nn.softmax(beta * g, axis=-1), axis=1)
-    if output == "two-layer":
+        readout: Callable = act
+    elif output == "softmax":
+        readout = lambda z: jax.nn.softmax(beta * z, axis=-1)  # noqa: E731
+    else:
+        raise InputError(f"invalid value for 'output': must be index or softmax ({output!r})")
+    if layers == 0:
+        return lambda g: jnp.sum(readout(g), axis=1)
 
-        def two_layer(g):
-            g1, g2 = g[:, 0::2], g[:, 1::2]
-            eye = jnp.eye(g.shape[-1], dtype=g.dtype)
-            a = layer_c * eye + jnp.sum(jax.nn.softmax(beta * g1, axis=-1), axis=1)
-            inner = jnp.einsum("bij,bhjk,blk->bhil", a, g2, a)
-            return jnp.sum(jax.nn.softmax(beta * inner, axis=-1), axis=1)
+    def network(g):
+        B, _, L, _ = g.shape
+        g = g.reshape(B, heads, layers + 1, L, L)
+        eye = jnp.eye(L, dtype=g.dtype)
+        a = jnp.broadcast_to(eye, (B, L, L))
+        for m in range(layers + 1):
+            inner = g[:, :, m] if m == 0 else jnp.einsum("bij,bhjk,blk->bhil", a, g[:, :, m], a)
+            if m == layers:
+                return jnp.sum(readout(inner), axis=1)
+            attention = jnp.sum(jax.nn.softmax(beta * inner, axis=-1), axis=1)
+            a = layer_c * eye + attention if m == 0 else (layer_c * eye + attention) @ a
 
-        return two_layer
-    raise InputError(
-        f"invalid value for 'output': must be index, softmax or two-layer ({output!r})"
-    )
+    return network
+
+
+def network_output(
+    side: dict,
+    x: jax.Array,
+    values: jax.Array,
+    output: Callable,
+    heads: int,
+    layers: int,
+    beta: float,
+    layer_c: float,
+) -> jax.Array:
+    """The output of P1's network (Eqs. 1–2, App. B.1) computed on the tokens themselves, for
+    value matrices ``values`` (heads·layers, d, d) (index h·M + m): X₀ = x,
+
+        X_{m+1} = c·X_m + Σ_h softmax(β G(X_m; S_m^(h))) X_m V_m^(h),   y = Σ_h σ(G(X_M; S_M^(h))),
+
+    G(X; S) = X S Xᵀ/√d uncentred (P1 App. B.1 centres nothing). ``output`` is
+    :func:`make_output` at M = 0 (the readout summed over heads); ``side`` is uncentred
+    ({"U", "V"}). With V = I it equals :func:`make_output` at M layers on the base forms."""
+    B, L, d = x.shape
+    per = layers + 1
+
+    def layer(m: int) -> dict:
+        return {k: v.reshape(heads, per, *v.shape[1:])[:, m] for k, v in side.items()}
+
+    X = x
+    for m in range(layers):
+        g = forms(layer(m), X, jnp.eye(L, dtype=x.dtype), centred=False)  # (B, H, L, L)
+        attention = jax.nn.softmax(beta * g, axis=-1)
+        v = values.reshape(heads, layers, d, d)[:, m]
+        X = layer_c * X + jnp.einsum("bhij,bjd,hde->bie", attention, X, v)
+    return output(forms(layer(layers), X, jnp.eye(L, dtype=x.dtype), centred=False))
 
 
 def squared_error(y_student: jax.Array, y_teacher: jax.Array, loss_scale: str) -> jax.Array:

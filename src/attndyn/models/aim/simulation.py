@@ -22,10 +22,6 @@ TIME_LABEL = "time t (tied: 4nα_d/d; direct S, untied: nα_d/d)"
 """Axis label of ``time`` (P1 §3.2, App. E; :func:`time_axes`)."""
 
 
-def _layers(config: AIMConfig) -> int:
-    return 2 if config.output == "two-layer" else 1
-
-
 def _width(ratio: float, d: int) -> int:
     return max(1, int(round(ratio * d)))
 
@@ -33,7 +29,7 @@ def _width(ratio: float, d: int) -> int:
 def init_student(key: jax.Array, config: AIMConfig, dtype) -> dict:
     """P1 initialisations: W, S (not symmetric, so t₁(0) ≈ 0) or U, V with i.i.d. N(0, s²/d)
     entries; V has scale init_scale·v_scale so that t^A ≠ t^B (Assumption 4.4)."""
-    d, k = config.d, config.heads * _layers(config)
+    d, k = config.d, config.n_student
     s = config.init_scale / np.sqrt(d)
     ku, kv = jax.random.split(key)
     if config.param == "tied":
@@ -56,7 +52,7 @@ def _set_mean(u: jax.Array, v: jax.Array, mean: float) -> jax.Array:
 def init_teacher(key: jax.Array, config: AIMConfig, dtype) -> dict:
     """Teacher indices: wishart F F*ᵀ (F entries N(0, scale/d), width teacher_rho·d), identity
     scale·I (F = √scale·I), or product U*V*ᵀ (entries N(0, scale/d))."""
-    d, k = config.d, config.n_teacher_heads * _layers(config)
+    d, k = config.d, config.n_teacher
     s = np.sqrt(config.teacher_scale / d)
     r = _width(config.teacher_rho, d)
     kind = config.teacher_kind
@@ -69,6 +65,15 @@ def init_teacher(key: jax.Array, config: AIMConfig, dtype) -> dict:
     u = s * jax.random.normal(ku, (k, d, r), dtype)
     v = s * jax.random.normal(kv, (k, d, r), dtype)
     return {"U": u, "V": v if config.teacher_mean is None else _set_mean(u, v, config.teacher_mean)}
+
+
+def init_values(key: jax.Array, config: AIMConfig, heads: int, dtype) -> jax.Array | None:
+    """Fixed value matrices V^(h)_m (heads·layers, d, d) for ``values='gaussian'``: entries
+    N(0, value_scale²/d) (P1 App. B.1 leaves them general); None for V = I."""
+    if config.values == "identity" or config.layers == 0:
+        return None
+    shape = (heads * config.layers, config.d, config.d)
+    return config.value_scale / np.sqrt(config.d) * jax.random.normal(key, shape, dtype)
 
 
 def student_side(params: dict, param: str) -> dict:
@@ -86,17 +91,34 @@ def build(config: AIMConfig) -> Problem:
     cov = jnp.asarray(np.eye(L) if config.C is None else np.asarray(config.C), dtype)
     centred_student = config.param != "untied"
     centred_teacher = config.teacher_kind != "product"
-    out_student = model.make_output(
-        config.output, config.activation, config.beta, config.heads, config.layer_c
-    )
-    out_teacher = model.make_output(
-        config.output, config.activation, config.beta, config.n_teacher_heads, config.layer_c
-    )
+    heads = {"student": config.heads, "teacher": config.n_teacher_heads}
+    # on the tokens themselves only for value matrices V ≠ I; else on the base forms of X₀
+    direct = config.values != "identity" and config.layers > 0
+    maps = {
+        who: model.make_output(
+            config.output,
+            config.activation,
+            config.beta,
+            h,
+            config.layer_c,
+            0 if direct else config.layers,
+        )
+        for who, h in heads.items()
+    }
 
-    def outputs(params, teacher, x):
-        gs = model.forms(student_side(params, config.param), x, cov, centred_student)
-        gt = model.forms(teacher, x, cov, centred_teacher)
-        return out_student(gs), out_teacher(gt)
+    def side_output(who, side, x, centred, values):
+        if direct:
+            return model.network_output(
+                side, x, values, maps[who], heads[who], config.layers, config.beta, config.layer_c
+            )
+        return maps[who](model.forms(side, x, cov, centred))
+
+    def outputs(params, state, x):
+        values = state.get("values", {})
+        student = student_side(params, config.param)
+        y = side_output("student", student, x, centred_student, values.get("student"))
+        y_star = side_output("teacher", state["teacher"], x, centred_teacher, values.get("teacher"))
+        return y, y_star
 
     def init(key):
         k_student, k_teacher, k_test = jax.random.split(key, 3)
@@ -105,6 +127,12 @@ def build(config: AIMConfig) -> Problem:
             "teacher": init_teacher(k_teacher, config, dtype),
             "x_test": model.sample_tokens(k_test, config.test_size, L, d, root, dtype),
         }
+        if direct:  # drawn from keys of their own: every other draw stays as it was
+            k_vs, k_vt = jax.random.split(jax.random.fold_in(key, VALUES_STREAM))
+            state["values"] = {
+                "student": init_values(k_vs, config, config.heads, dtype),
+                "teacher": init_values(k_vt, config, config.n_teacher_heads, dtype),
+            }
         return params, state
 
     def sample(key):
@@ -113,7 +141,7 @@ def build(config: AIMConfig) -> Problem:
         return {"x": x, "noise_key": kn}
 
     def loss(params, state, batch):
-        y, y_star = outputs(params, state["teacher"], batch["x"])
+        y, y_star = outputs(params, state, batch["x"])
         if config.label_noise > 0:
             y_star = y_star + config.label_noise * jax.random.normal(
                 batch["noise_key"], y_star.shape, dtype
@@ -124,7 +152,7 @@ def build(config: AIMConfig) -> Problem:
         student = jax.tree.map(lambda a: a, student_side(params, config.param))
         obs = observe(student, state["teacher"], config.param, config.moment_degree)
         if config.test_size > 0:
-            y, y_star = outputs(params, state["teacher"], state["x_test"])
+            y, y_star = outputs(params, state, state["x_test"])
             obs["loss"] = jnp.mean(model.squared_error(y, y_star, config.loss_scale))
         return obs
 
@@ -137,6 +165,10 @@ def build(config: AIMConfig) -> Problem:
         update=optimizer("sgd", eta, weight_decay=config.weight_decay / d),
         batch=B,
     )
+
+
+VALUES_STREAM = 0x56414C53
+"""``fold_in`` constant of the value matrices' keys ("VALS")."""
 
 
 def time_axes(config: AIMConfig, steps: np.ndarray) -> dict[str, np.ndarray]:

@@ -114,6 +114,11 @@ class AIMTheoryConfig(AIMConfig):
         untied = self.method in ("untied", "untied-hierarchy")
         if untied and self.param != "untied":
             raise ValueError(f"method '{self.method}' needs param='untied' (got '{self.param}')")
+        if self.values != "identity":
+            raise ValueError(
+                "values: the theory is over the base forms of X₀, which needs V = I "
+                "(values='identity')"
+            )
         if self.param == "untied" and self.teacher_kind != "product":
             raise ValueError("teacher: untied theory needs the product teacher (teacher='product')")
         if self.param == "tied" and self.teacher_kind == "product":

@@ -22,7 +22,7 @@ def time_grid(config: AIMConfig) -> tuple[dict[str, np.ndarray], np.ndarray]:
 
 def n_student(config: AIMConfig) -> int:
     """Number of student indices K_s (heads × layers); indices 1..K_s are trainable."""
-    return config.heads * (2 if config.output == "two-layer" else 1)
+    return config.n_student
 
 
 def initial_matrices(config: AIMConfig, seed: int) -> tuple[dict, dict]:
@@ -67,7 +67,7 @@ def limit_state(config: AIMConfig) -> dict[str, float]:
     s2 = config.init_scale**2
     t = [config.rho * s2] * n_student(config)
     q = [s2 * s2 * config.rho * (1 + config.rho)] * n_student(config)
-    n_teacher = config.n_teacher_heads * (2 if config.output == "two-layer" else 1)
+    n_teacher = config.n_teacher
     rho, s = config.teacher_rho, config.teacher_scale
     if config.teacher_kind == "identity":
         t_star, q_star = s, s * s

@@ -62,7 +62,8 @@ def hermite_cubic(kappa, chol, xi):
     N(0, Σ = chol cholᵀ) at G = chol ξ: h_abc = z_a z_b z_c − Λ_ab z_c − Λ_ac z_b − Λ_bc z_a with
     z = Λ G = chol^−ᵀ ξ and Λ = Σ^−1. Gaussian integration by parts gives
     E ∂_a∂_b∂_c f(G) = E f(G) h_abc(G), so E f(G)(1 + Σκh/6) is the first Edgeworth term of a
-    distribution with covariance Σ and third cumulants κ (Hall 1992, §2.2)."""
+    distribution with covariance Σ and third cumulants κ (McCullagh 1987, ch. 5;
+    docs/references.md)."""
     z = jax.scipy.linalg.solve_triangular(chol, xi.T, lower=True, trans=1).T  # chol^−ᵀ ξ
     eye = jnp.eye(chol.shape[0], dtype=chol.dtype)
     inv_chol = jax.scipy.linalg.solve_triangular(chol, eye, lower=True)
@@ -291,6 +292,7 @@ _POTENTIAL_FIELDS = (
     "heads",
     "teacher_heads",
     "layer_c",
+    "layers",
     "loss_scale",
     "label_noise",
     "L",
@@ -315,9 +317,7 @@ def cached_potential(config: AIMConfig, log2_qmc: int) -> Potential:
 
 def symmetric_indices(config: AIMConfig) -> list[bool]:
     """Which indices (students then teachers) have symmetric matrices."""
-    layers = 2 if config.output == "two-layer" else 1
-    n_student = config.heads * layers
-    n_teacher = config.n_teacher_heads * layers
+    n_student, n_teacher = config.n_student, config.n_teacher
     student_sym = config.param == "tied"
     teacher_sym = config.teacher_kind in ("wishart", "identity")
     return [student_sym] * n_student + [teacher_sym] * n_teacher
@@ -360,13 +360,12 @@ def potential_for(
     (:func:`loss_basis`); the rule is Gauss–Hermite when ≥ 8 nodes per axis fit in ``max_nodes``
     (default: the QMC budget 2^log2_qmc; r = 4 at 2^14: order 11, 14,641 nodes), else
     2^log2_qmc Sobol points."""
-    layers = 2 if config.output == "two-layer" else 1
-    n_student = config.heads * layers
-    out_s = model.make_output(
-        config.output, config.activation, config.beta, config.heads, config.layer_c
-    )
-    out_t = model.make_output(
-        config.output, config.activation, config.beta, config.n_teacher_heads, config.layer_c
+    n_student = config.n_student
+    out_s, out_t = (
+        model.make_output(
+            config.output, config.activation, config.beta, h, config.layer_c, config.layers
+        )
+        for h in (config.heads, config.n_teacher_heads)
     )
 
     def loss(g):
