@@ -49,7 +49,8 @@ def sobol(dim: int, log2_n: int = 16, seed: int = 0) -> Rule:
 def antithetic(rule: Rule) -> Rule:
     """The rule with every node's mirror image −ξ added (weights halved): exact for every odd
     integrand, so the odd part of f no longer adds quadrature error to E f and the even part none
-    to E f·(odd weight), e.g. an Edgeworth term's Hermite weight (Owen 2013, §8.2). A
+    to E f·(odd weight), e.g. an Edgeworth term's Hermite weight (Owen 2013, §8.2;
+    docs/references.md). A
     Gauss–Hermite rule is already symmetric and is returned as it is."""
     if rule.kind == "gauss-hermite":
         return rule
