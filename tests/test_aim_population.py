@@ -167,3 +167,16 @@ def test_two_layer_initial_drift_needs_the_edgeworth_term():
     for i in range(2):
         assert finite[i] - limit[i] > 8 * se[i]
         assert abs(finite[i] - edgeworth[i]) < 0.3 * (finite[i] - limit[i])
+
+
+def test_population_flow_is_theorem_4_for_direct_s():
+    """Direct S: the gradient flow of Φ(t, Ψ, Ω) in the d² entries of S closes on (t, Ψ, Ω): it
+    is P1 Theorem 4's finite ODE (Eqs. 402–404) started from the same matrices, to the solvers'
+    tolerance (h1, L = 1: a Gauss–Hermite potential, so both use the same Φ)."""
+    grid = dict(grid="linear", records=4, rtol=1e-8)
+    common = dict(COMMON, param="direct", activation="h1", t_max=1.0, d=16)
+    a = predict(AIMTheoryConfig(method="direct-ode", **common, **grid))
+    b = predict(AIMTheoryConfig(method="population-flow", **common, **grid))
+    for name in ("t_1", "Psi_11", "Omega_11", "Psi_12", "Omega_12", "pplus_12"):
+        np.testing.assert_allclose(b[name].values, a[name].values, rtol=1e-5, atol=1e-7)
+    assert abs(a["pplus_12"].values[-1] - a["pplus_12"].values[0]) > 0.01  # it moved
