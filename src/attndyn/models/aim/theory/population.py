@@ -109,15 +109,14 @@ class ThirdCumulants:
         d = mats.shape[-1]
         both = jnp.stack([mats, jnp.swapaxes(mats, 1, 2)])  # [orientation, k]
         k = jnp.asarray(self._k)
-        kappa = 0.0
+        terms = []
         for (oa, ob, oc), factor in self._cycles:
             prod = jnp.einsum("lab,mbc->lmac", both[ob], both[oc])
             mu = jnp.einsum("kca,lmac->klm", both[oa], prod) / d  # Tr(S_k S_l S_m)/d, oriented
-            kappa = (
-                kappa
-                + jnp.asarray(factor) * mu[k[:, None, None], k[None, :, None], k[None, None, :]]
+            terms.append(
+                jnp.asarray(factor) * mu[k[:, None, None], k[None, :, None], k[None, None, :]]
             )
-        return kappa / jnp.sqrt(d)
+        return jnp.sum(jnp.stack(terms), axis=0) / jnp.sqrt(d)
 
 
 def side_matrices(side: dict) -> jax.Array:
@@ -194,7 +193,7 @@ def _obs_jacobian(config, side: dict, teacher: dict, names):
 
 
 def _contract(jac: dict, grad: dict) -> jax.Array:
-    return sum(jnp.einsum("o...,...->o", jac[k], grad[k]) for k in grad)
+    return jnp.sum(jnp.stack([jnp.einsum("o...,...->o", jac[k], grad[k]) for k in grad]), axis=0)
 
 
 def sampled_drift(config, seed: int, names, samples: int, chunk: int = 2000):
