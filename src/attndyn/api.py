@@ -1,5 +1,5 @@
 """The Python API: ``simulate`` or ``predict`` one configuration, ``run`` an experiment, open
-stored ``results``.
+stored ``results``, ``cite`` attndyn and the paper an experiment reproduces.
 
 Simulations and theory return a Trajectory (:mod:`attndyn.core.trajectory`): an
 ``xarray.Dataset`` with one float64 data variable per observable, dims ``(seed, time)`` for a
@@ -265,6 +265,27 @@ class Results:
         folder (see :meth:`runs`).
         """
         return Store(self.root).read(run_id)
+
+
+def cite(experiment: str | None = None) -> str:
+    """BibTeX for attndyn and JAX and, with ``experiment``, for the papers it reproduces (as
+    ``attndyn cite [EXPERIMENT]`` prints it).
+
+    Args:
+        experiment: a registered experiment name (``attndyn list``); its papers are the arXiv
+            ids of its "paper:" line (``attndyn describe NAME``: the parenthesis that opens its
+            module docstring), resolved in attndyn's references (docs/references.md, shipped as
+            ``attndyn/references.bib``). None: attndyn and JAX only.
+
+    Returns:
+        BibTeX entries, each after a ``%`` comment saying why it is there.
+
+    Raises:
+        InputError: an unknown experiment.
+    """
+    from attndyn.claims.papers import cite as cite_
+
+    return cite_(experiment)
 
 
 def results(path: str | os.PathLike | None = None) -> Results:

@@ -64,6 +64,7 @@ app.command()(results.export)
 app.command()(results.report)
 app.command()(bench.bench)
 app.command()(experiments.describe)
+app.command()(experiments.cite)
 app.command()(results.show)
 app.command()(results.summary)
 

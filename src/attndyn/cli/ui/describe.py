@@ -19,6 +19,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from attndyn.claims.papers import paper
 from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
 
@@ -131,16 +132,6 @@ def describe_family(name: str) -> dict[str, Any]:
             "shared_fields": [n for n in theory.Config.model_fields if n in names],
         }
     return out
-
-
-def paper(doc: str) -> str:
-    """The reference an experiment's module docstring opens with: ``name`` (PAPER): …"""
-    head = " ".join((doc or "").split())
-    found = re.match(r"``[^`]+``\s*\((.+?)\):", head)
-    if found:
-        return found.group(1)
-    found = re.search(r"arXiv \d{4}\.\d{4,5}", head)
-    return found.group(0) if found else ""
 
 
 def _pattern(text: str) -> re.Pattern:
