@@ -182,3 +182,27 @@ def test_import_attndyn_does_not_import_jax():
     code = "import sys, attndyn; attndyn.results; print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_helpers_an_experiment_needs_are_exported():
+    """docs/plugins.md, "Experiments": an experiment imports its contract, targets and intervals
+    from attndyn.claims and its figure helpers from attndyn.figures (loaded, with matplotlib,
+    only when first used: importing attndyn loads neither)."""
+    import attndyn.claims
+    import attndyn.figures
+
+    needed = {"Base", "Check", "Control", "Evidence", "Experiment", "ExperimentConfig", "above",
+              "below", "claim", "jackknife_ci", "mean_ci", "bootstrap_ci", "variant",
+              "within"}  # fmt: skip
+    assert needed <= set(attndyn.claims.__all__)
+    assert {"new_figure", "save_figure"} <= set(attndyn.figures.__all__)
+    for module in (attndyn.claims, attndyn.figures):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, name
+    assert "new_figure" in dir(attndyn.figures)
+    code = (
+        "import sys, attndyn, attndyn.figures; print('matplotlib' in sys.modules); "
+        "from attndyn.figures import new_figure; fig, ax = new_figure(); print(type(fig).__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "Figure"]

@@ -211,7 +211,7 @@ def describe_experiment(name: str) -> dict[str, Any]:
     claims: dict[str, dict[str, Any]] = {}
     specs = type(exp).claims
     must_fail: dict[str, dict[str, None]] = {c: {} for c in exp.controls}
-    for preset in PRESETS:
+    for preset in (p for p in PRESETS if p in exp.presets):
         _, config = experiment_config(name, preset, {})
         for c in exp.controls:
             must_fail[c].update(dict.fromkeys(exp.must_fail(c, config)))
@@ -240,7 +240,7 @@ def describe_experiment(name: str) -> dict[str, Any]:
         "paper": paper(doc),
         "deterministic": bool(exp.deterministic),
         "page": f"docs/claims/{name}.md" if page.is_file() else None,
-        "presets": {p: exp.presets.get(p, {}) for p in PRESETS},
+        "presets": {p: exp.presets[p] for p in PRESETS if p in exp.presets},
         "controls": controls,
         "claims": list(claims.values()),
         "fields": fields(exp.Config),
