@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import attndyn
 
 ROOT = Path(attndyn.__file__).parent
@@ -182,3 +184,56 @@ def test_import_attndyn_does_not_import_jax():
     code = "import sys, attndyn; attndyn.results; print('jax' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_helpers_an_experiment_needs_are_exported():
+    """docs/plugins.md, "Experiments": an experiment imports its contract, targets and intervals
+    from attndyn.claims and its figure helpers from attndyn.figures (loaded, with matplotlib,
+    only when first used: importing attndyn loads neither)."""
+    import attndyn.claims
+    import attndyn.figures
+
+    needed = {"Base", "Check", "Control", "Evidence", "Experiment", "ExperimentConfig", "above",
+              "below", "claim", "jackknife_ci", "mean_ci", "bootstrap_ci", "variant",
+              "within"}  # fmt: skip
+    assert needed <= set(attndyn.claims.__all__)
+    assert {"new_figure", "save_figure"} <= set(attndyn.figures.__all__)
+    for module in (attndyn.claims, attndyn.figures):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, name
+    assert "new_figure" in dir(attndyn.figures)
+    code = (
+        "import sys, attndyn, attndyn.figures; print('matplotlib' in sys.modules); "
+        "from attndyn.figures import new_figure; fig, ax = new_figure(); print(type(fig).__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "Figure"]
+
+
+def test_help_loads_no_heavy_library():
+    """``attndyn -h`` (and ``import attndyn``) load neither pandas, DuckDB, xarray, JAX nor
+    matplotlib: the package face is lazy (2.2-2.6 s before, 0.43 s after, at load 7 on the
+    project's two cores). The first API name used registers ``traj.attndyn``, as does
+    ``import attndyn`` after xarray."""
+    heavy = ("pandas", "duckdb", "xarray", "jax", "matplotlib", "scipy")
+    code = (
+        "import sys\nfrom attndyn.cli import main\ntry:\n    main(['-h'])\n"
+        "except SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Usage" in out.stdout and out.stderr.strip() == "[]", out.stderr
+    code = (
+        "import attndyn, xarray as xr\nprint(hasattr(xr.Dataset(), 'attndyn'))\n"
+        "attndyn.simulate\nprint(hasattr(xr.Dataset(), 'attndyn'), 'simulate' in vars(attndyn))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
+    code = "import xarray as xr, attndyn\nprint(hasattr(xr.Dataset(), 'attndyn'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True"]
+    code = "import attndyn\nprint('aim' in attndyn.models.family_names())"  # as when eager
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True"]
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        attndyn.nothing  # noqa: B018

@@ -1,6 +1,7 @@
-"""A family in a separate pip-installed package (tests/plugins/attndyn_toy), registered only
-through its ``attndyn.families`` entry point, works in simulate, predict, the store, sweep and
-the CLI with no edit to attndyn."""
+"""A family and an experiment in a separate pip-installed package (tests/plugins/attndyn_toy),
+registered only through their ``attndyn.families`` and ``attndyn.experiments`` entry points, work
+in simulate, predict, the store, sweep, run, describe, cite and the CLI with no edit to
+attndyn."""
 
 from __future__ import annotations
 
@@ -124,7 +125,8 @@ def test_the_docs_example_is_the_package_and_runs_as_printed(tmp_path, monkeypat
     heading_then_block = r"`src/attndyn_toy/(\w+\.py)`[^\n]*\n(?:[^\n]*\n)*?```python\n(.*?)```"
     blocks = dict(re.findall(heading_then_block, page, re.S))
     source = PLUGIN / "src" / "attndyn_toy"
-    assert set(blocks) == {"__init__.py", "theory.py"}
+    assert set(blocks) == {"__init__.py", "theory.py", "experiment.py"}
+    assert blocks["experiment.py"].count("\n") <= 80  # the issue's bound on the example
     for name, text in blocks.items():
         assert text == (source / name).read_text(), name
     package = tmp_path / "attndyn_toy"
@@ -142,3 +144,37 @@ def test_the_docs_example_is_the_package_and_runs_as_printed(tmp_path, monkeypat
     pred = theory.predict(theory.Config(d=32, t_max=1.0, records=3))
     R = sim["R"].values[:, -1]
     assert abs(R.mean() - pred["R"].values[-1]) < 5 * R.std() / np.sqrt(len(R))
+
+
+def test_the_experiment_plugin_runs_with_its_claims_and_control(toy, tmp_path):
+    """docs/plugins.md's toy-decay: at tiny both claims pass; under the control step-off the
+    claim it names fails by value (control-failed-as-expected); both are stored as claims."""
+    from attndyn.claims import experiment_names
+
+    assert "toy-decay" in experiment_names()
+    outcome = attndyn.run("toy-decay", preset="tiny", out=tmp_path, progress=False)
+    assert outcome.verdict == "passed", [c.as_dict() for c in outcome.claims]
+    assert [c.name for c in outcome.claims] == ["sgd-tracks-theory", "error-falls-tenfold"]
+    assert outcome.figure.is_file()
+    control = attndyn.run("toy-decay", preset="tiny", control="step-off", out=tmp_path,
+                          progress=False)  # fmt: skip
+    assert control.verdict == "control-failed-as-expected"
+    claims = attndyn.results(tmp_path).query("SELECT count(*) AS n FROM claims")
+    assert int(claims["n"][0]) == 4
+
+
+def test_an_undeclared_preset_is_one_line_exit_2(toy, monkeypatch, capsys, tmp_path):
+    """toy-decay declares tiny and small only: --preset paper is refused naming both, before
+    anything runs; describe and cite still answer (cite: no arXiv paper named)."""
+    from helpers import cli
+
+    for extra in ([], ["--dry-run"], ["--yes"]):
+        code, out, err = cli(monkeypatch, capsys, "run", "toy-decay", "--preset", "paper",
+                             "--out", tmp_path, *extra)  # fmt: skip
+        assert code == 2 and out == "" and err.count("\n") == 1, (extra, err)
+        assert "toy-decay declares no 'paper' preset (its presets: tiny, small)" in err
+    assert not (tmp_path / "runs").exists()
+    code, out, _ = cli(monkeypatch, capsys, "describe", "toy-decay", "--json")
+    assert code == 0 and '"paper": "the toy family\'s closed form, no paper"' in out
+    code, out, _ = cli(monkeypatch, capsys, "cite", "toy-decay")
+    assert code == 0 and "% toy-decay names no arXiv paper" in out

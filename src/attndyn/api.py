@@ -1,5 +1,5 @@
 """The Python API: ``simulate`` or ``predict`` one configuration, ``run`` an experiment, open
-stored ``results``.
+stored ``results``, ``cite`` attndyn and the paper an experiment reproduces.
 
 Simulations and theory return a Trajectory (:mod:`attndyn.core.trajectory`): an
 ``xarray.Dataset`` with one float64 data variable per observable, dims ``(seed, time)`` for a
@@ -9,6 +9,7 @@ simulation and ``(time,)`` for theory.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ import xarray as xr
 from attndyn import runs
 from attndyn.claims.runner import ExperimentOutcome, run_experiment
 from attndyn.core.progress_bars import shown
+from attndyn.errors import InputError
 from attndyn.store import Store, connect, queries, results_dir
 
 
@@ -224,7 +226,13 @@ class Results:
             pandas.DataFrame with the query's columns, one row per result row.
         """
         queries.read_only(self.con, sql)
-        queries.planned(self.con, sql, field="sql")  # InputError: the SQL itself is wrong
+        try:
+            queries.planned(self.con, sql, field="sql")  # InputError: the SQL itself is wrong
+        except InputError as exc:
+            hint = column_hint(self.con, sql, str(exc))
+            if not hint:
+                raise
+            raise InputError(f"{exc}{hint}") from None
         try:
             return queries.executed(self.con, sql, field="sql")
         except queries.DataReadError as exc:  # a damaged run file: named, left out, asked again
@@ -265,6 +273,62 @@ class Results:
         folder (see :meth:`runs`).
         """
         return Store(self.root).read(run_id)
+
+
+def cite(experiment: str | None = None) -> str:
+    """BibTeX for attndyn and JAX and, with ``experiment``, for the papers it reproduces (as
+    ``attndyn cite [EXPERIMENT]`` prints it).
+
+    Args:
+        experiment: a registered experiment name (``attndyn list``); its papers are the arXiv
+            ids of its "paper:" line (``attndyn describe NAME``: the parenthesis that opens its
+            module docstring), resolved in attndyn's references (docs/references.md, shipped as
+            ``attndyn/references.bib``). None: attndyn and JAX only.
+
+    Returns:
+        BibTeX entries, each after a ``%`` comment saying why it is there.
+
+    Raises:
+        InputError: an unknown experiment.
+    """
+    from attndyn.claims.papers import cite as cite_
+
+    return cite_(experiment)
+
+
+COLUMN_ALIASES = {("claims", "name"): "claim"}
+"""Columns asked for by the name another output gives them: ``run --json`` calls a claim's name
+``name``, the ``claims`` view ``claim``."""
+
+
+def column_hint(con: duckdb.DuckDBPyConnection, sql: str, message: str) -> str:
+    """For a binder error naming a column that does not exist, ``"; claims has the columns
+    experiment, preset, …"`` for each view the SQL names (with a did-you-mean, and the view's
+    name for a column another output names differently); ``""`` for any other error."""
+    from attndyn.core.suggest import did_you_mean
+
+    found = re.search(r'Binder Error: .*?column (?:named )?"([^"]+)"', message)
+    if not found:
+        return ""
+    missing = found.group(1)
+    views = [v for (v,) in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_type = 'VIEW' "
+        "AND table_name NOT LIKE '\\_%' ESCAPE '\\'"
+    ).fetchall()]  # fmt: skip
+    named = sorted(
+        (m.start(), v) for v in views if (m := re.search(rf"\b{re.escape(v)}\b", sql, re.I))
+    )
+    out = []
+    for _, view in named:
+        columns = [c for (c,) in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+            "ORDER BY ordinal_position", [view]
+        ).fetchall()]  # fmt: skip
+        alias = COLUMN_ALIASES.get((view, missing))
+        hint = (f" (the name --json gives '{missing}' is '{alias}' here)" if alias in columns
+                else did_you_mean(missing, columns))  # fmt: skip
+        out.append(f"{view} has the columns {', '.join(columns)}{hint}")
+    return "".join(f"; {line}" for line in out)
 
 
 def results(path: str | os.PathLike | None = None) -> Results:

@@ -1,7 +1,8 @@
 """The experiment framework: the contract an experiment satisfies (:mod:`.base`), its nested
 configs (:mod:`.config`), claim declarations (:mod:`.spec`) and verdicts (:mod:`.verdict`), the
 statistics over seeds (:mod:`.stats`), the runner (:mod:`.runner`), the dry run (:mod:`.dryrun`)
-and the generated claims pages (:mod:`.pages`). An experiment imports what it needs from here.
+and the generated claims pages (:mod:`.pages`). An experiment imports what it needs from here
+(``__all__``; docs/plugins.md, "Experiments"), its figure helpers from :mod:`attndyn.figures`.
 
 Experiments themselves live in :mod:`attndyn.experiments` (one subpackage per model family) and
 are found through the ``attndyn.experiments`` entry-point group (:mod:`attndyn.core.registry`);
@@ -24,7 +25,7 @@ from attndyn.claims.spec import (
     measured,
     within,
 )
-from attndyn.claims.stats import Interval, bootstrap_ci, mean_ci, worst
+from attndyn.claims.stats import Interval, bootstrap_ci, jackknife_ci, mean_ci, worst
 from attndyn.claims.verdict import Check, Claim
 from attndyn.core import registry
 
@@ -65,6 +66,7 @@ __all__ = [
     "equals",
     "experiment_names",
     "get_experiment",
+    "jackknife_ci",
     "list_experiments",
     "mean_ci",
     "measured",

@@ -7,7 +7,8 @@ An experiment declares, as class attributes:
   model it runs (``base: AIMConfig = Base(AIMConfig, …)``) beside the fields it varies;
 - ``presets``: ``tiny`` (the test suite runs it with ``--strict``), ``small`` (minutes on two
   cores) and ``paper`` (the publication's setting), each a dict of overrides (dotted keys reach a
-  nested config: ``{"base.batch": 512}``); ``preset_notes`` says what each can resolve;
+  nested config: ``{"base.batch": 512}``); ``preset_notes`` says what each can resolve (a
+  plug-in may leave one out: asking for it is then a one-line error, exit 2);
 - ``claims``: the :class:`~attndyn.claims.spec.ClaimSpec` declarations (name, statement,
   statistic, target, reason, the seeds and the controls that must fail it), read by the runner,
   the dry run, ``attndyn describe``, the tests and the generated page docs/claims/NAME.md;

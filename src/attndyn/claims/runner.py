@@ -100,6 +100,12 @@ def experiment_config(
             f"invalid value for 'preset': must be one of {', '.join(PRESETS)} (got {preset!r})"
             + did_you_mean(preset, PRESETS)
         )
+    if preset not in exp.presets:  # a plug-in need not declare all three (docs/plugins.md)
+        declared = ", ".join(p for p in PRESETS if p in exp.presets) or "none"
+        raise InputError(
+            f"invalid value for 'preset': {name} declares no {preset!r} preset (its presets: "
+            f"{declared})"
+        )
     layers = [exp.presets[preset], overrides]
     if control is not None:
         if control not in exp.controls:

@@ -64,6 +64,7 @@ app.command()(results.export)
 app.command()(results.report)
 app.command()(bench.bench)
 app.command()(experiments.describe)
+app.command()(experiments.cite)
 app.command()(results.show)
 app.command()(results.summary)
 
@@ -106,12 +107,12 @@ def main(args: list[str] | None = None) -> None:
     and exits with its code: 2 for bad input and usage errors (unknown option, missing argument),
     1 for storage and executor errors; ``--help`` (or no arguments) prints help and exits 0."""
     from attndyn.cli.ui.examples import epilog
-    from attndyn.models import family_names
+    from attndyn.core import registry  # the names only: attndyn.models would load xarray
 
     command = typer.main.get_command(app)
     for name, sub in getattr(command, "commands", {}).items():
         sub.callback = _interruptible(_clean_stdout(sub.callback))
-        families = family_names() if name in ("simulate", "predict") else None
+        families = registry.names(registry.FAMILIES) if name in ("simulate", "predict") else None
         sub.epilog = epilog(name, families) or None
         if sub.help and not sub.short_help:  # the command list: first paragraph, one line
             sub.short_help = " ".join(sub.help.split("\n\n")[0].split())

@@ -1,5 +1,6 @@
-"""``attndyn list``, ``attndyn run`` and ``attndyn describe``: the families and experiments
-installed, an experiment's run with its claims checked, and what a family or experiment is."""
+"""``attndyn list``, ``attndyn run``, ``attndyn describe`` and ``attndyn cite``: the families and
+experiments installed, an experiment's run with its claims checked, what a family or experiment
+is, and how to cite attndyn and the paper an experiment reproduces."""
 
 from pathlib import Path
 from typing import Annotated
@@ -150,3 +151,17 @@ def describe(
         print_json(info)
     else:
         render(info, terminal.console)
+
+
+def cite(
+    experiment: Annotated[
+        str | None,
+        typer.Argument(help="an experiment (attndyn list): add the papers it reproduces"),
+    ] = None,
+) -> None:
+    """BibTeX for attndyn and JAX, and with EXPERIMENT for the papers it reproduces (the arXiv
+    ids of its "paper:" line in attndyn describe, from attndyn's references, docs/references.md).
+    """
+    from attndyn.claims.papers import cite as cite_
+
+    print(cite_(experiment), end="")

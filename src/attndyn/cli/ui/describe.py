@@ -19,6 +19,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
+from attndyn.claims.papers import paper
 from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
 
@@ -133,16 +134,6 @@ def describe_family(name: str) -> dict[str, Any]:
     return out
 
 
-def paper(doc: str) -> str:
-    """The reference an experiment's module docstring opens with: ``name`` (PAPER): …"""
-    head = " ".join((doc or "").split())
-    found = re.match(r"``[^`]+``\s*\((.+?)\):", head)
-    if found:
-        return found.group(1)
-    found = re.search(r"arXiv \d{4}\.\d{4,5}", head)
-    return found.group(0) if found else ""
-
-
 def _pattern(text: str) -> re.Pattern:
     """A claim name as written on its page (``sgd-tracks-exact-d<d>``, ``focus-c``,
     ``*-ratio-monotone``, ``restart-d{d}``) as a regular expression for the names it stands
@@ -220,7 +211,7 @@ def describe_experiment(name: str) -> dict[str, Any]:
     claims: dict[str, dict[str, Any]] = {}
     specs = type(exp).claims
     must_fail: dict[str, dict[str, None]] = {c: {} for c in exp.controls}
-    for preset in PRESETS:
+    for preset in (p for p in PRESETS if p in exp.presets):
         _, config = experiment_config(name, preset, {})
         for c in exp.controls:
             must_fail[c].update(dict.fromkeys(exp.must_fail(c, config)))
@@ -249,7 +240,7 @@ def describe_experiment(name: str) -> dict[str, Any]:
         "paper": paper(doc),
         "deterministic": bool(exp.deterministic),
         "page": f"docs/claims/{name}.md" if page.is_file() else None,
-        "presets": {p: exp.presets.get(p, {}) for p in PRESETS},
+        "presets": {p: exp.presets[p] for p in PRESETS if p in exp.presets},
         "controls": controls,
         "claims": list(claims.values()),
         "fields": fields(exp.Config),

@@ -24,6 +24,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("attndyn describe aim-solvable", "an experiment's presets, controls and claims"),
         ("attndyn describe aim-solvable --json", "the same as JSON"),
     ],
+    "cite": [
+        ("attndyn cite", "BibTeX for attndyn and JAX"),
+        ("attndyn cite aim-parameterization", "and for the paper the experiment reproduces"),
+    ],
     "run": [
         ("attndyn run aim-solvable --preset tiny", "seconds; claims with 95 % CIs"),
         ("attndyn run aim-solvable --preset small --strict", "exit 1 unless every claim passes"),
