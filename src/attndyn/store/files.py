@@ -32,7 +32,7 @@ import xarray as xr
 from attndyn.core.config import SCHEMA_VERSION, flatten
 from attndyn.core.serial import json_safe
 from attndyn.core.trajectory import config_of, from_frame, to_frame
-from attndyn.errors import StoreError
+from attndyn.errors import InputError, StoreError
 from attndyn.store import locks
 
 META_KEY = b"attndyn"
@@ -42,6 +42,28 @@ DEFAULT_DIR = "attndyn-results"
 def results_dir(out: str | os.PathLike | None = None) -> Path:
     """``out`` if given, else ``$ATTNDYN_RESULTS``, else ``./attndyn-results``."""
     return Path(out or os.environ.get("ATTNDYN_RESULTS") or DEFAULT_DIR)
+
+
+RESULT_FOLDERS = ("runs", "experiments", "failures")
+
+
+def outside_results(
+    root: str | os.PathLike, path: str | os.PathLike, field: str = "output", whole: bool = True
+) -> None:
+    """InputError (exit code 2, one line naming ``field``) when ``path`` lies inside the results
+    folder ``root`` (or, with ``whole`` false, inside its ``runs/``, ``experiments/`` or
+    ``failures/``), symbolic links resolved: only ``simulate``, ``run``, ``sweep`` and
+    ``report`` write there, so a read or export command can never overwrite a stored run or
+    plant a foreign file."""
+    base = Path(root).resolve()
+    target = Path(path).resolve()
+    for folder in [base] if whole else [base / f for f in RESULT_FOLDERS]:
+        if target == folder or folder in target.parents:
+            what = "the results folder" if whole else "a folder of stored results"
+            raise InputError(
+                f"invalid value for '{field}': {path} is inside {folder} ({what}); "
+                "give a path outside it"
+            )
 
 
 class DamagedRun(StoreError):

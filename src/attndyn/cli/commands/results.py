@@ -126,8 +126,10 @@ def export(
     """Write runs × observables (one row per recorded value, with its run's columns; with
     --family, its config fields as typed columns)."""
     from attndyn.store import queries
+    from attndyn.store.files import outside_results, results_dir
 
     output = Path(output or f"attndyn-export.{format_}")
+    outside_results(results_dir(out), output)  # never over a stored run: exit 2, nothing read
     n = queries.answer(
         out, lambda con: queries.export(con, output, format_, family, experiment, where)
     )
