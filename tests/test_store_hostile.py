@@ -87,3 +87,87 @@ def test_export_and_report_never_write_inside_the_stored_results(
         assert code == 0, (args, err)
     assert (tmp_path / "fine.csv").is_file()
     assert snapshot(root) == before
+
+
+def _rewrite(path, table, record) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+
+    meta = None if record is None else {b"attndyn": json.dumps(record).encode()}
+    pq.write_table(table.replace_schema_metadata(meta), path)
+
+
+def test_malformed_failure_and_experiment_records_are_foreign(store, tmp_path, monkeypatch, capsys):
+    """Item 5: a `failures/<x>.parquet` with only `run_id, error, config` made `query`, `runs`,
+    `summary` and `export` end in a BinderException while `runs --check` found nothing; a
+    seal-stripped experiment file missing a column did the same. Each malformed record is now
+    named by `runs --check` and left out of the views; every read command answers."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from test_sweep_store import experiment_record
+
+    root = store.root
+    ids = store.run_ids()
+    bare = root / "failures" / ("a" * 16 + ".parquet")
+    pq.write_table(pa.table({"run_id": ["a" * 16], "error": ["x"], "config": ["{}"]}), bare)
+    wrong = root / "failures" / ("b" * 16 + ".parquet")  # every column, one of them an integer
+    row = {c: ["b" * 16 if c == "run_id" else "x"] for c in pq.read_schema(
+        root / "failures" / ("f" * 16 + ".parquet")).names}  # fmt: skip
+    row["created"] = [1]
+    pq.write_table(pa.table(row), wrong)
+    good = store.write_experiment(experiment_record("exp-a", ids[:2]), "exp-a-small-1")
+    stripped = store.write_experiment(experiment_record("exp-b", ids[2:]), "exp-b-small-2")
+    table = pq.read_table(stripped)
+    record = json.loads(table.schema.metadata[b"attndyn"])
+    del record["checksum"], record["record_checksum"]
+    _rewrite(stripped, table.drop_columns(["passed"]), record)
+    unsealed = store.write_experiment(experiment_record("exp-c", ids[:1]), "exp-c-small-3")
+    table = pq.read_table(unsealed)
+    record = json.loads(table.schema.metadata[b"attndyn"])
+    del record["checksum"], record["record_checksum"]
+    record["claims"][0]["passed"] = False  # a forged verdict, the seals removed
+    _rewrite(unsealed, table, record)
+    forged = store.write_experiment(experiment_record("exp-d", ids[:1]), "exp-d-small-4")
+    table = pq.read_table(forged)
+    record = json.loads(table.schema.metadata[b"attndyn"])
+    record["claims"] = "passed"  # resealed, but not a list of claims
+    from attndyn.store.files import record_checksum
+
+    record["record_checksum"] = record_checksum(record)
+    _rewrite(forged, table, record)
+    run = store.path(ids[3])  # a run file, seals stripped and a column gone
+    table = pq.read_table(run)
+    record = json.loads(table.schema.metadata[b"attndyn"])
+    del record["checksum"], record["record_checksum"]
+    _rewrite(run, table.drop_columns(["samples"]), record)
+
+    code, out, err = cli(monkeypatch, capsys, "runs", "--check", "--out", root)
+    assert code == 1 and "Traceback" not in err
+    found = dict(line.split(": ", 1) for line in out.strip().splitlines())
+    expected = {bare: "no column", wrong: "column created", stripped: "no column passed",
+                unsealed: "no checksum", forged: "claims", run: "no column samples"}  # fmt: skip
+    assert set(found) == {str(p.relative_to(root)) for p in expected}, out
+    for path, why in expected.items():
+        assert why in found[str(path.relative_to(root))], (path, found)
+    assert str(good.relative_to(root)) not in found
+    monkeypatch.chdir(tmp_path)
+    for args in (
+        ("query", "SELECT * FROM failures"),
+        ("query", "SELECT * FROM claims"),
+        ("query", "SELECT * FROM experiments"),
+        ("query", "SELECT sum(value) FROM observables"),
+        ("runs",),
+        ("runs", "--experiment", "exp-a"),
+        ("summary",),
+        ("summary", "--json"),
+        ("export", "--output", tmp_path / "all.csv"),
+    ):
+        code, out, err = cli(monkeypatch, capsys, *args, "--out", root)
+        assert code == 0 and "Traceback" not in err and "Exception" not in err, (args, err)
+    res_ = __import__("attndyn").results(root)
+    assert res_.query("SELECT run_id FROM failures").run_id.tolist() == ["f" * 16]
+    assert res_.query("SELECT experiment FROM claims").experiment.tolist() == ["exp-a"]
+    assert sorted(res_.query("SELECT run_id FROM runs").run_id) == sorted(ids[:3])

@@ -21,9 +21,18 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from attndyn.errors import InputError
-from attndyn.store.files import META_KEY, Store, results_dir, seal_problem, unreadable
+from attndyn.store.files import (
+    CLAIM_COLUMNS,
+    CLAIM_OPTIONAL,
+    FAILURE_COLUMNS,
+    META_KEY,
+    Store,
+    columns_problem,
+    results_dir,
+    seal_problem,
+    unreadable,
+)
 
-FAILURE_KEYS = ("run_id", "error", "config")
 LINK = "a symbolic link (results are plain files; queries cannot read outside the folder)"
 
 
@@ -36,7 +45,9 @@ class Problem:
 
 
 def experiment_problem(path: Path) -> str | None:
-    """Why the experiment record ``path`` is damaged, or None when it is sound."""
+    """Why the experiment record ``path`` is damaged or foreign, or None when it is sound: it
+    must read, hold the claims' columns, carry a footer record naming its own key with the
+    fields the views read (:func:`record_problem`), and both seals matching."""
     try:
         table = pq.read_table(path)
     except Exception as exc:
@@ -50,17 +61,48 @@ def experiment_problem(path: Path) -> str | None:
         return "no experiment record in its footer"
     if record.get("key") != path.stem:
         return f"its record names experiment run {record.get('key')!r}, not its file name"
-    return seal_problem(record, table)
+    why = columns_problem(table.schema, CLAIM_COLUMNS, "an experiment record", CLAIM_OPTIONAL)
+    return why or record_problem(record) or unsealed(record) or seal_problem(record, table)
+
+
+def unsealed(record: dict) -> str | None:
+    """Why a footer ``record`` lacks its seals (``checksum`` and ``record_checksum``), or None:
+    an unsealed file is foreign (its values and its record could be anything)."""
+    missing = [k for k in ("checksum", "record_checksum") if not isinstance(record.get(k), str)]
+    if missing:
+        return f"foreign file: no {' and no '.join(missing)} in its record (seals stripped?)"
+    return None
+
+
+def record_problem(record: dict) -> str | None:
+    """Why an experiment ``record`` lacks what the views read (experiment and preset names, a
+    list of claims, a list of run ids, a config), or None."""
+    what = "not an experiment record"
+    if not isinstance(record.get("experiment"), str) or not isinstance(record.get("preset"), str):
+        return f"{what} (no experiment or preset name)"
+    claims = record.get("claims")
+    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+        return f"{what} (its claims are not a list of claims)"
+    ids = record.get("run_ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return f"{what} (its run_ids are not a list of run ids)"
+    if not isinstance(record.get("config", {}), dict):
+        return f"{what} (its config is not an object)"
+    return None
 
 
 def failure_problem(path: Path) -> str | None:
-    """Why the failure record ``path`` is damaged, or None when it is sound."""
+    """Why the failure record ``path`` is damaged or foreign, or None when it is sound: one row
+    with every column of the ``failures`` view, naming its own run."""
     try:
         table = pq.read_table(path)
     except Exception as exc:
         return unreadable(exc)
-    if any(k not in table.column_names for k in FAILURE_KEYS) or table.num_rows != 1:
-        return "not a failure record (one row with run_id, error, config)"
+    why = columns_problem(table.schema, FAILURE_COLUMNS, "a failure record")
+    if why is not None:
+        return why
+    if table.num_rows != 1:
+        return f"not a failure record ({table.num_rows} rows, not one)"
     if table.column("run_id")[0].as_py() != path.stem:
         return "its record names another run than its file name"
     return None

@@ -46,6 +46,74 @@ def results_dir(out: str | os.PathLike | None = None) -> Path:
 
 RESULT_FOLDERS = ("runs", "experiments", "failures")
 
+# The columns of the stored files and their SQL types (the views read them under these types;
+# :func:`columns_problem` checks a file has them). A claim's ``ci_low``, ``ci_high`` and
+# ``n_seeds`` are optional (records written before claims had intervals lack them).
+OBS_TYPES = {
+    "run_id": "VARCHAR",
+    "seed": "BIGINT",
+    "time": "DOUBLE",
+    "samples": "BIGINT",
+    "step": "BIGINT",
+    "name": "VARCHAR",
+    "value": "DOUBLE",
+}
+CLAIM_COLUMNS = {
+    "experiment": "VARCHAR",
+    "preset": "VARCHAR",
+    "key": "VARCHAR",
+    "claim": "VARCHAR",
+    "statement": "VARCHAR",
+    "value": "DOUBLE",
+    "ci_low": "DOUBLE",
+    "ci_high": "DOUBLE",
+    "n_seeds": "BIGINT",
+    "target": "VARCHAR",
+    "passed": "BOOLEAN",
+    "created": "VARCHAR",
+    "version": "VARCHAR",
+}
+FAILURE_COLUMNS = {
+    "run_id": "VARCHAR",
+    "kind": "VARCHAR",
+    "name": "VARCHAR",
+    "sweep": "VARCHAR",
+    "error": "VARCHAR",
+    "traceback": "VARCHAR",
+    "config": "VARCHAR",
+    "host": "VARCHAR",
+    "created": "VARCHAR",
+    "version": "VARCHAR",
+}
+CLAIM_OPTIONAL = ("ci_low", "ci_high", "n_seeds")
+_KINDS = {
+    "VARCHAR": (pa.types.is_string, pa.types.is_large_string),
+    "BIGINT": (pa.types.is_integer,),
+    "DOUBLE": (pa.types.is_floating, pa.types.is_integer),
+    "BOOLEAN": (pa.types.is_boolean,),
+}
+
+
+def columns_problem(
+    schema: pa.Schema, columns: dict[str, str], what: str, optional=()
+) -> str | None:
+    """Why a file of ``schema`` is not ``what`` (e.g. "a failure record") with the ``columns``
+    (name -> SQL type; ``optional`` ones may be absent), or None. A column of all nulls fits
+    any type. One malformed file must not break the views of all the others."""
+    names = schema.names
+    missing = [c for c in columns if c not in names and c not in optional]
+    if missing:
+        return f"not {what} (no column {', '.join(missing)})"
+    for name, sql in columns.items():
+        if name not in names:
+            continue
+        if len([n for n in names if n == name]) > 1:
+            return f"not {what} (two columns {name})"
+        kind = schema.field(name).type
+        if not pa.types.is_null(kind) and not any(ok(kind) for ok in _KINDS[sql]):
+            return f"not {what} (column {name} is {kind}, not {sql})"
+    return None
+
 
 def outside_results(
     root: str | os.PathLike, path: str | os.PathLike, field: str = "output", whole: bool = True
@@ -424,7 +492,7 @@ class Store:
         if meta is None:
             assert reason is not None  # run_record gives a reason with no record
             raise DamagedRun(path, reason)
-        why = seal_problem(meta, table)
+        why = columns_problem(table.schema, OBS_TYPES, "a run file") or seal_problem(meta, table)
         if why is not None:
             raise DamagedRun(path, why)
         return table, meta

@@ -43,7 +43,13 @@ from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError
 from attndyn.store import catalog as catalog_mod
 from attndyn.store import check
-from attndyn.store.files import META_KEY, results_dir
+from attndyn.store.files import (  # the columns of the stored files: the file format
+    CLAIM_COLUMNS,
+    FAILURE_COLUMNS,
+    META_KEY,
+    OBS_TYPES,
+    results_dir,
+)
 
 RUN_COLUMNS = {
     "run_id": "VARCHAR",
@@ -59,42 +65,6 @@ RUN_COLUMNS = {
     "created": "VARCHAR",
     "config": "JSON",
     "file": "VARCHAR",
-}
-OBS_TYPES = {
-    "run_id": "VARCHAR",
-    "seed": "BIGINT",
-    "time": "DOUBLE",
-    "samples": "BIGINT",
-    "step": "BIGINT",
-    "name": "VARCHAR",
-    "value": "DOUBLE",
-}
-CLAIM_COLUMNS = {
-    "experiment": "VARCHAR",
-    "preset": "VARCHAR",
-    "key": "VARCHAR",
-    "claim": "VARCHAR",
-    "statement": "VARCHAR",
-    "value": "DOUBLE",
-    "ci_low": "DOUBLE",
-    "ci_high": "DOUBLE",
-    "n_seeds": "BIGINT",
-    "target": "VARCHAR",
-    "passed": "BOOLEAN",
-    "created": "VARCHAR",
-    "version": "VARCHAR",
-}
-FAILURE_COLUMNS = {
-    "run_id": "VARCHAR",
-    "kind": "VARCHAR",
-    "name": "VARCHAR",
-    "sweep": "VARCHAR",
-    "error": "VARCHAR",
-    "traceback": "VARCHAR",
-    "config": "VARCHAR",
-    "host": "VARCHAR",
-    "created": "VARCHAR",
-    "version": "VARCHAR",
 }
 EXPERIMENT_COLUMNS = {
     "key": "VARCHAR",
@@ -149,10 +119,12 @@ def _glob_view(
     """``view`` over the sound ``files`` (an empty typed view when there are none)."""
     if files:
         paths = "[" + ", ".join(_lit(str(p)) for p in files) + "]"
-        cols = ", ".join(_quote(c) for c in columns)
-        con.execute(
-            f"CREATE VIEW {view} AS SELECT {cols} FROM read_parquet({paths}, union_by_name = true)"
+        source = f"read_parquet({paths}, union_by_name = true)"
+        present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+        cols = ", ".join(  # an optional column no file has (a claim's interval) reads NULL
+            _quote(c) if c in present else f"NULL::{t} AS {_quote(c)}" for c, t in columns.items()
         )
+        con.execute(f"CREATE VIEW {view} AS SELECT {cols} FROM {source}")
     else:
         _empty(con, view, columns)
 
