@@ -3,8 +3,10 @@ would. Each numbered probe of the issue is a test here (synthetic runs, no simul
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import signal
 import sys
 
 import pytest
@@ -171,3 +173,157 @@ def test_malformed_failure_and_experiment_records_are_foreign(store, tmp_path, m
     assert res_.query("SELECT run_id FROM failures").run_id.tolist() == ["f" * 16]
     assert res_.query("SELECT experiment FROM claims").experiment.tolist() == ["exp-a"]
     assert sorted(res_.query("SELECT run_id FROM runs").run_id) == sorted(ids[:3])
+
+
+@contextlib.contextmanager
+def deadline(seconds: int):
+    """Fail instead of hanging: SIGALRM after ``seconds`` (a blocked open() is interrupted)."""
+
+    def expire(*_):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _one_line(code, err, want=2):
+    assert code == want and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("query", "SELECT \udcff\udcfe"),  # $'SELECT \xff\xfe' as Python receives it
+        ("runs", "--where", "\udcff"),
+        ("export", "--where", "name = '\udcff'"),
+    ],
+)
+def test_non_utf8_sql_is_one_line(store, tmp_path, monkeypatch, capsys, args):
+    """Item 8: non-UTF-8 SQL and --where ended in a traceback; one line naming the field,
+    exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(monkeypatch, capsys, *args, "--out", store.root)
+    _one_line(code, err)
+    assert "not UTF-8" in err and ("'sql'" in err or "'where'" in err), err
+    assert not list(tmp_path.glob("attndyn-export*"))
+
+
+def test_results_query_of_a_lone_surrogate_and_a_missing_trajectory(store):
+    """Item 8: `Results.query('SELECT \\ud800')` raised a UnicodeEncodeError and
+    `Results.trajectory('nope')` a bare FileNotFoundError: both are InputErrors naming the
+    field (and the id); a path is no run id."""
+    from attndyn import results
+    from attndyn.errors import InputError
+
+    res = results(store.root)
+    with pytest.raises(InputError, match="'sql'.*lone surrogate U\\+D800"):
+        res.query("SELECT '\ud800'")
+    with pytest.raises(InputError, match="'sql'.*must be text"):
+        res.query(b"SELECT 1")
+    for rid in ("nope", "../results/runs/" + store.run_ids()[0], ""):
+        with pytest.raises(InputError, match=f"'run_id'.*no stored run {rid!r}"):
+            res.trajectory(rid)
+    assert res.trajectory(store.run_ids()[0]).sizes["seed"] == 2
+
+
+def test_a_deeply_nested_sweep_spec_or_set_value_is_one_line(tmp_path, monkeypatch, capsys):
+    """Item 8: a 5,000-deep nested list in a sweep spec (and in --set) ended in a
+    RecursionError traceback; one line naming the field, exit 2. `sweep --workers 0 --dry-run`
+    was accepted: refused like `sweep --workers 0`."""
+    head = 'family = "aim"\n[base]\nd = 8\nt_max = 0.05\n[grid]\nseed = [0]\n'
+    for depth, field in ((5000, "nested deeper"), (40, "'lr'")):
+        spec = tmp_path / f"deep{depth}.toml"
+        spec.write_text(head + "lr = " + "[" * depth + "1" + "]" * depth + "\n")
+        code, out, err = cli(monkeypatch, capsys, "sweep", spec, "--dry-run", "--out", tmp_path)
+        _one_line(code, err)
+        assert field in err and "32 levels" in err, err
+    deep = "[" * 5000 + "]" * 5000
+    code, out, err = cli(monkeypatch, capsys, "simulate", "aim", "--set", f"lr={deep}",
+                         "--dry-run", "--out", tmp_path / "r")  # fmt: skip
+    _one_line(code, err)
+    assert "'lr'" in err and "32 levels" in err, err
+    spec = tmp_path / "ok.toml"
+    spec.write_text(head)
+    for workers in ("0", "-2"):
+        code, out, err = cli(monkeypatch, capsys, "sweep", spec, "--workers", workers,
+                             "--dry-run", "--out", tmp_path / "r")  # fmt: skip
+        _one_line(code, err)
+        assert "'workers'" in err and ">= 1" in err, err
+    assert not (tmp_path / "r").exists()
+
+
+def test_no_query_reads_outside_the_results_folder(store, tmp_path, monkeypatch, capsys):
+    """Item 8: `read_text('<cwd>/.tmp/…')` was readable through `query` (DuckDB lets a query
+    read its temporary folder, ./.tmp by default); its temporary folder is now a private one."""
+    work = tmp_path / "work"
+    (work / ".tmp").mkdir(parents=True)
+    (work / ".tmp" / "secret.txt").write_text("secret")
+    monkeypatch.chdir(work)
+    for path in (work / ".tmp" / "secret.txt", ".tmp/secret.txt"):
+        code, out, err = cli(monkeypatch, capsys, "query", f"SELECT * FROM read_text('{path}')",
+                             "--out", store.root)  # fmt: skip
+        _one_line(code, err)
+        assert "secret" not in out and "Permission" in err, err
+
+
+def test_a_fifo_named_like_a_stored_file_is_named_and_never_opened(
+    store, tmp_path, monkeypatch, capsys
+):
+    """Item 8: a FIFO named like a run file hung `query` while `runs --check` was silent. No
+    reader opens one (opening blocks); `--check` names it, the views leave it out."""
+    root = store.root
+    fifos = [root / "runs" / ("a" * 16 + ".parquet"), root / "failures" / "x.parquet"]
+    (root / "experiments").mkdir()
+    fifos.append(root / "experiments" / "y.parquet")
+    for fifo in fifos:
+        os.mkfifo(fifo)
+    with deadline(60):
+        _fifo_probes(root, fifos, monkeypatch, capsys)
+
+
+def _fifo_probes(root, fifos, monkeypatch, capsys):
+    code, out, err = cli(monkeypatch, capsys, "query", "SELECT count(*) AS n FROM observables",
+                         "--json", "--out", root)  # fmt: skip
+    assert code == 0 and '"n": 48' in out, err  # 4 runs × 2 seeds × 3 times × 2 observables
+    code, out, err = cli(monkeypatch, capsys, "runs", "--check", "--out", root)
+    assert code == 1
+    found = dict(line.split(": ", 1) for line in out.strip().splitlines())
+    assert set(found) == {str(f.relative_to(root)) for f in fifos}
+    assert all("FIFO" in why for why in found.values())
+    for args in (("runs",), ("summary",), ("query", "SELECT * FROM failures")):
+        code, out, err = cli(monkeypatch, capsys, *args, "--out", root)
+        assert code == 0, (args, err)
+    from attndyn import results
+    from attndyn.store.files import DamagedRun
+
+    with pytest.raises(DamagedRun, match="FIFO"):
+        results(root).trajectory("a" * 16)
+
+
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_runs_as_a_link_or_a_file_is_a_clear_error(store, tmp_path, monkeypatch, capsys, kind):
+    """Item 8: `runs/` as a symbolic link or a plain file gave "invalid SQL: Permission Error"
+    and a silent `--check`: read commands say what is wrong in one line (exit 1), `--check`
+    names it."""
+    root = store.root
+    (root / "runs").rename(tmp_path / "elsewhere")
+    if kind == "link":
+        (root / "runs").symlink_to(tmp_path / "elsewhere")
+    else:
+        (root / "runs").write_text("not a folder")
+    for args in (("query", "SELECT count(*) FROM runs"), ("runs",), ("export", "--output",
+                 tmp_path / "x.csv")):  # fmt: skip
+        code, out, err = cli(monkeypatch, capsys, *args, "--out", root)
+        _one_line(code, err, want=1)
+        assert f"{root / 'runs'} is " in err and "SQL" not in err, err
+    code, out, err = cli(monkeypatch, capsys, "runs", "--check", "--out", root)
+    assert code == 1
+    want = "a symbolic link" if kind == "link" else "not a folder"
+    assert out.strip() == f"runs: {want}" + (", not a folder (results are plain folders)"
+                                             if kind == "link" else ""), out  # fmt: skip

@@ -22,6 +22,7 @@ import xarray as xr
 from attndyn import runs
 from attndyn.claims.runner import ExperimentOutcome, run_experiment
 from attndyn.core.progress_bars import shown
+from attndyn.errors import InputError
 from attndyn.store import Store, connect, queries, results_dir
 
 
@@ -264,7 +265,19 @@ class Results:
         axes included, observables in alphabetical order). ``run_id`` must be stored in this
         folder (see :meth:`runs`).
         """
-        return Store(self.root).read(run_id)
+        store = Store(self.root)
+        if (
+            not isinstance(run_id, str)
+            or not run_id
+            or run_id.startswith(".")
+            or any(sep in run_id for sep in "/\\\0")
+            or not os.path.lexists(store.path(run_id))
+        ):
+            raise InputError(
+                f"invalid value for 'run_id': no stored run {run_id!r} in {self.root} "
+                "(Results.runs() lists them)"
+            )
+        return store.read(run_id)
 
 
 def results(path: str | os.PathLike | None = None) -> Results:

@@ -184,6 +184,33 @@ def _one_line(exc: ValidationError, fields: Iterable[str] = ()) -> str:
     return f"invalid value for '{field}': {msg}{shown}"
 
 
+MAX_NESTING = 32  # levels of lists and tables in a config value: no config needs more
+TOO_DEEP = f"lists and tables nested deeper than {MAX_NESTING} levels"
+
+
+def nesting(value: Any) -> int:
+    """How deep lists and dicts nest in ``value`` (a scalar: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_NESTING + 1:  # deeper than any check allows: stop counting
+                return deepest
+            stack.extend((x, depth + 1) for x in item)
+    return deepest
+
+
+def check_nesting(key: str, value: Any) -> None:
+    """InputError naming ``key`` when ``value`` nests deeper than :data:`MAX_NESTING` levels
+    (a 5,000-deep list ended in a RecursionError traceback)."""
+    if nesting(value) > MAX_NESTING:
+        raise InputError(
+f"invalid value for '{key}': {TOO_DEEP}")
+
+
 def parse_assignments(items: list[str] | None) -> dict[str, Any]:
     """Parse ``["d=64", "param=tied", "C=[[1,0.5],[0.5,1]]"]`` into a dict.
 
@@ -196,7 +223,11 @@ def parse_assignments(items: list[str] | None) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise InputError(f"--set expects key=value, got {item!r}")
-        out[key] = _literal(raw.strip())
+        try:
+            out[key] = _literal(raw.strip())
+        except RecursionError:  # the TOML parser recurses once per level
+            raise InputError(f"invalid value for '{key}': {TOO_DEEP}") from None
+        check_nesting(key, out[key])
     return out
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from attndyn.store.files import META_KEY, run_record
+from attndyn.store.files import META_KEY, run_record, special
 from attndyn.store.locks import temp_path
 
 CATALOG = "catalog.parquet"
@@ -93,12 +94,15 @@ def _listing(runs: Path) -> dict[str, tuple[int, int]]:
             name = entry.name
             if name.startswith(".") or not name.endswith(".parquet"):
                 continue
-            if entry.is_symlink():  # never a stored run (the store writes plain files)
-                print(f"warning: skipping run file {runs / name}: a symbolic link", file=sys.stderr)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
                 continue
-            with contextlib.suppress(OSError):
-                st = entry.stat()
-                out[name] = (st.st_mtime_ns, st.st_size)
+            why = special(st.st_mode) or ("a folder" if stat.S_ISDIR(st.st_mode) else None)
+            if why is not None:  # a link, a FIFO (opening it would block), a device: not a run
+                print(f"warning: skipping run file {runs / name}: {why}", file=sys.stderr)
+                continue
+            out[name] = (st.st_mtime_ns, st.st_size)
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,12 +29,13 @@ from attndyn.store.files import (
     META_KEY,
     Store,
     columns_problem,
+    folder_problem,
+    not_plain,
     results_dir,
     seal_problem,
+    special,
     unreadable,
 )
-
-LINK = "a symbolic link (results are plain files; queries cannot read outside the folder)"
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ def experiment_problem(path: Path) -> str | None:
     """Why the experiment record ``path`` is damaged or foreign, or None when it is sound: it
     must read, hold the claims' columns, carry a footer record naming its own key with the
     fields the views read (:func:`record_problem`), and both seals matching."""
+    why = not_plain(path)  # a FIFO is never opened
+    if why is not None:
+        return why
     try:
         table = pq.read_table(path)
     except Exception as exc:
@@ -94,6 +99,9 @@ def record_problem(record: dict) -> str | None:
 def failure_problem(path: Path) -> str | None:
     """Why the failure record ``path`` is damaged or foreign, or None when it is sound: one row
     with every column of the ``failures`` view, naming its own run."""
+    why = not_plain(path)  # a FIFO is never opened
+    if why is not None:
+        return why
     try:
         table = pq.read_table(path)
     except Exception as exc:
@@ -129,9 +137,17 @@ def problems(root: Path) -> list[Problem]:
         store.failures: failure_problem,
     }
     for folder, check in checks.items():
+        why = folder_problem(folder)
+        if why is not None:  # its entries (elsewhere, for a link) are not looked at
+            add(folder, why)
+            continue
         for path in _entries(folder):
-            if path.is_symlink():
-                add(path, LINK)
+            try:
+                why = special(os.lstat(path).st_mode)
+            except FileNotFoundError:  # removed since the listing
+                continue
+            if why is not None:  # a link, a FIFO, a device: never opened
+                add(path, why)
                 continue
             if path.is_dir() or path.suffix != ".parquet":
                 add(path, "foreign file (not a .parquet file of this folder)")

@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 import traceback
@@ -45,6 +46,38 @@ def results_dir(out: str | os.PathLike | None = None) -> Path:
 
 
 RESULT_FOLDERS = ("runs", "experiments", "failures")
+LINK = "a symbolic link (results are plain files; queries cannot read outside the folder)"
+
+
+def special(mode: int) -> str | None:
+    """Why a directory entry of ``mode`` (``lstat``'s, links not followed) is no file a reader
+    may open, or None for a plain file or a folder: opening a FIFO would block a reader."""
+    if stat.S_ISLNK(mode):
+        return LINK
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    what = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket or device"
+    return f"{what}, not a file (results are plain files)"
+
+
+def not_plain(path: Path) -> str | None:
+    """Why ``path`` is not a plain file (:func:`special`, or a folder), or None;
+    FileNotFoundError when it is gone. Checked before a reader opens a stored file."""
+    mode = os.lstat(path).st_mode
+    return special(mode) or ("a folder, not a file" if stat.S_ISDIR(mode) else None)
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` (``runs/``, ``experiments/`` or ``failures/``) exists but is no plain
+    folder (a symbolic link, a file, …), or None (a folder, or missing)."""
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link, not a folder (results are plain folders)"
+    return None if stat.S_ISDIR(mode) else "not a folder"
+
 
 # The columns of the stored files and their SQL types (the views read them under these types;
 # :func:`columns_problem` checks a file has them). A claim's ``ci_low``, ``ci_high`` and
@@ -482,6 +515,9 @@ class Store:
         its footer is not a run record naming ``run_id``, or its data or its record miss their
         checksums (:func:`seal_problem`)."""
         path = self.path(run_id)
+        why = not_plain(path)  # FileNotFoundError when it is gone; a FIFO is never opened
+        if why is not None:
+            raise DamagedRun(path, why)
         try:
             table = pq.read_table(path)
         except FileNotFoundError:

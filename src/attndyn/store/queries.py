@@ -167,6 +167,26 @@ def _invalid_where(exc: duckdb.Error) -> InputError:
     return InputError(f"invalid value for 'where': {str(exc).splitlines()[0]}")
 
 
+def utf8(value, field: str) -> str:
+    """``value`` when it is text DuckDB can take (a str that encodes as UTF-8), else InputError
+    naming ``field``: a shell's ``$'\\xff'`` reaches Python as a lone surrogate."""
+    if not isinstance(value, str):
+        raise InputError(f"invalid value for '{field}': must be text (got {type(value).__name__})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        char = value[exc.start]
+        what = (  # a byte the shell passed through (surrogateescape), or a lone surrogate
+            f"byte {ord(char) - 0xDC00:02x}"
+            if 0xDC80 <= ord(char) <= 0xDCFF
+            else f"lone surrogate U+{ord(char):04X}"
+        )
+        raise InputError(
+            f"invalid value for '{field}': not UTF-8 text ({what} at character {exc.start})"
+        ) from None
+    return value
+
+
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:ANALYZE\s+|ANALYSE\s+)?(?:\([^()]*\)\s*)?", re.I)
 
@@ -176,6 +196,7 @@ def read_only(con: duckdb.DuckDBPyConnection, sql: str, field: str = "sql") -> N
     EXPLAIN [ANALYZE] of one: no COPY, ATTACH, CREATE, SET, … and none of them under EXPLAIN
     (EXPLAIN ANALYZE executes its statement)."""
     allowed = "SELECT or EXPLAIN of a SELECT"
+    utf8(sql, field)
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -206,6 +227,7 @@ def check_where(con: duckdb.DuckDBPyConnection, where: str) -> None:
     """InputError unless ``where`` is one boolean expression: no ';', no comment, parentheses
     that never close more than they open, and one SELECT statement once wrapped."""
     depth = 0
+    utf8(where, "where")
     try:
         tokens = duckdb.tokenize(where)
     except duckdb.Error as exc:
@@ -310,14 +332,15 @@ def export(
     written = 0
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        if format_ == "parquet":
-            writer = pq.ParquetWriter(tmp, reader.schema, compression="zstd")
-        else:
-            writer = pacsv.CSVWriter(tmp, reader.schema)
-        with writer:
-            for batch in reader:
-                writer.write_batch(batch)
-                written += batch.num_rows
+        with open(tmp, "wb") as fh:  # Python opens any file name (pyarrow: UTF-8 names only)
+            if format_ == "parquet":
+                writer = pq.ParquetWriter(fh, reader.schema, compression="zstd")
+            else:
+                writer = pacsv.CSVWriter(fh, reader.schema)
+            with writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+                    written += batch.num_rows
         os.replace(tmp, output)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)

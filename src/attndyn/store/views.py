@@ -31,7 +31,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -40,7 +43,7 @@ import pyarrow.parquet as pq
 
 from attndyn.core.config import flatten
 from attndyn.core.suggest import did_you_mean
-from attndyn.errors import InputError
+from attndyn.errors import InputError, StoreError
 from attndyn.store import catalog as catalog_mod
 from attndyn.store import check
 from attndyn.store.files import (  # the columns of the stored files: the file format
@@ -48,6 +51,8 @@ from attndyn.store.files import (  # the columns of the stored files: the file f
     FAILURE_COLUMNS,
     META_KEY,
     OBS_TYPES,
+    RESULT_FOLDERS,
+    folder_problem,
     results_dir,
 )
 
@@ -333,6 +338,10 @@ def connect(
             f"no results folder {root}{did_you_mean(root.name, near)} (give --out, set "
             "ATTNDYN_RESULTS, or store runs first)"
         )
+    for name in RESULT_FOLDERS:
+        why = folder_problem(root / name)
+        if why is not None:
+            raise StoreError(f"cannot read the results: {root / name} is {why}")
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     experiments = _readable(root / "experiments", check.experiment_problem)
@@ -359,10 +368,15 @@ def connect(
 
 
 def lock(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    """Confine ``con`` to reading ``root``: file access outside it is off and the configuration is
+    """Confine ``con`` to reading ``root``: file access outside it is off (DuckDB's temporary
+    folder, which it also lets queries read, is a private empty one) and the configuration is
     locked, so no query can read other files, load extensions or turn access back on. Writing
     inside ``root`` is prevented by admitting only read statements
     (:func:`attndyn.store.queries.read_only`)."""
+    # DuckDB lets a query read its temporary folder too (default ./.tmp): a private one
+    spill = tempfile.mkdtemp(prefix="attndyn-duckdb-")
+    weakref.finalize(con, shutil.rmtree, spill, ignore_errors=True)
+    con.execute(f"SET temp_directory = {_lit(os.path.join(spill, 'spill'))}")
     con.execute(f"SET allowed_directories = [{_lit(str(Path(root).resolve()) + os.sep)}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")
