@@ -327,3 +327,153 @@ def test_runs_as_a_link_or_a_file_is_a_clear_error(store, tmp_path, monkeypatch,
     want = "a symbolic link" if kind == "link" else "not a folder"
     assert out.strip() == f"runs: {want}" + (", not a folder (results are plain folders)"
                                              if kind == "link" else ""), out  # fmt: skip
+
+
+NEVER_ENDS = (
+    "(WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT count(*) FROM t)"
+)
+
+
+def _ctrl_c_after(seconds: float) -> dict:
+    """Send this process SIGINT after ``seconds`` (from a thread, as a terminal would); the
+    returned dict holds the ``timer`` (cancel it if the test ends first) and gets the time
+    it was sent (``at``)."""
+    import threading
+    import time
+
+    sent: dict = {}
+
+    def fire():
+        sent["at"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(seconds, fire)
+    timer.start()
+    sent["timer"] = timer
+    return sent
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("query", f"SELECT * FROM {NEVER_ENDS}"),
+        ("runs", "--where", f"{NEVER_ENDS} > 0"),
+        ("export", "--where", f"{NEVER_ENDS} > 0"),
+        (
+            "query",
+            "SELECT count(*) FROM range(10000000) a, range(10000000) b WHERE a.range + b.range < 0",
+        ),
+    ],
+    ids=["query", "runs-where", "export-where", "cross-join"],
+)
+def test_ctrl_c_stops_a_query_within_a_second(store, tmp_path, monkeypatch, capsys, args):
+    """Item 4: a recursive CTE, a cross join, or the same in `export --where` / `runs --where`
+    kept running 120 s after Ctrl-C. Ctrl-C now interrupts the DuckDB query at once: one line,
+    exit 130, nothing written (measured: 0.02-0.2 s)."""
+    import time
+
+    from attndyn.cli import main
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    output = ("--output", work / "x.csv") if args[0] == "export" else ()
+    argv = [*map(str, args), *map(str, output), "--out", str(store.root)]
+    start = time.monotonic()
+    sent = _ctrl_c_after(1.0)
+    try:
+        with deadline(60), pytest.raises(SystemExit) as exc:
+            main(argv)
+    finally:
+        sent["timer"].cancel()
+    stopped = time.monotonic()
+    out, err = capsys.readouterr()
+    assert exc.value.code == 130, err
+    assert sent["at"] - start >= 0.9 and stopped - sent["at"] < 1.0, (start, sent, stopped)
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert os.listdir(work) == []  # no export, no temporary file
+
+
+@pytest.mark.slow  # 6 CPU s: a CLI process of its own (imports), then the query's CPU
+def test_ctrl_c_stops_a_query_of_the_cli_process(store, tmp_path):
+    """Item 4 as a user meets it: `attndyn query` in its own process, SIGINT while the query
+    runs: exit 130 within a second."""
+    import subprocess
+    import time
+
+    code = "from attndyn.cli import main; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "query", f"SELECT * FROM {NEVER_ENDS}", "--out", store.root],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(5)  # started, imported, the query running
+    assert proc.poll() is None
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - sent < 1.0, err
+    assert "Traceback" not in err
+
+
+def test_queries_have_time_and_memory_limits(store, tmp_path, monkeypatch, capsys):
+    """Item 4: no time or memory limit (10⁸ rows held 1.8 GB). A query past `--timeout` (or
+    $ATTNDYN_QUERY_TIMEOUT) is stopped; one past `--memory` is refused; both one line naming
+    the field, exit 2; bad limits are bad input. The defaults (600 s, a quarter of the
+    machine's memory) are DuckDB's settings, locked."""
+    import time
+
+    from attndyn import results
+    from attndyn.errors import InputError
+    from attndyn.store.views import Limits, machine_memory
+
+    root = store.root
+    monkeypatch.chdir(tmp_path)
+    start = time.monotonic()
+    code, out, err = cli(monkeypatch, capsys, "query", f"SELECT * FROM {NEVER_ENDS}",
+                         "--timeout", "0.5", "--out", root)  # fmt: skip
+    _one_line(code, err)
+    assert "time limit of 0.5 s" in err and "'sql'" in err and time.monotonic() - start < 5, err
+    monkeypatch.setenv("ATTNDYN_QUERY_TIMEOUT", "0.25")
+    code, out, err = cli(monkeypatch, capsys, "runs", "--where", f"{NEVER_ENDS} > 0",
+                         "--out", root)  # fmt: skip
+    _one_line(code, err)
+    assert "time limit of 0.25 s" in err and "'where'" in err, err
+    code, out, err = cli(monkeypatch, capsys, "export", "--where", f"{NEVER_ENDS} > 0",
+                         "--output", tmp_path / "x.csv", "--out", root)  # fmt: skip
+    _one_line(code, err)
+    assert "time limit" in err and not (tmp_path / "x.csv").exists()
+    monkeypatch.delenv("ATTNDYN_QUERY_TIMEOUT")
+    code, out, err = cli(monkeypatch, capsys, "query", "SELECT range AS x FROM range(100000000)",
+                         "--csv", "--memory", "64MB", "--out", root)  # fmt: skip
+    _one_line(code, err)
+    assert "memory limit of 64 MB" in err and out == "", err
+    for option, value in (("--timeout", "-1"), ("--memory", "lots"), ("--memory", "1KB")):
+        code, out, err = cli(monkeypatch, capsys, "query", "SELECT 1", option, value,
+                             "--out", root)  # fmt: skip
+        _one_line(code, err)
+        assert f"'{option[2:]}'" in err, err
+    monkeypatch.setenv("ATTNDYN_QUERY_MEMORY", "x")
+    code, out, err = cli(monkeypatch, capsys, "runs", "--out", root)
+    _one_line(code, err)
+    assert "'ATTNDYN_QUERY_MEMORY'" in err
+    monkeypatch.delenv("ATTNDYN_QUERY_MEMORY")
+
+    default = Limits.resolve()
+    assert default.time_s == 600 and default.memory == machine_memory() // 4
+    res = results(root)
+    setting = res.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert setting.endswith("iB"), setting  # set, not DuckDB's 80 % default
+    with pytest.raises(InputError, match="'sql'"):
+        res.query("SET memory_limit = '1TB'")
+    with pytest.raises(InputError, match="time limit of 0.25 s"):
+        results(root, timeout=0.25).query(f"SELECT * FROM {NEVER_ENDS}")
+    sent = _ctrl_c_after(0.5)
+    try:
+        with deadline(60), pytest.raises(KeyboardInterrupt):
+            res.query(f"SELECT * FROM {NEVER_ENDS}")
+    finally:
+        sent["timer"].cancel()
+    assert time.monotonic() - sent["at"] < 1.0
+    assert res.query("SELECT count(*) AS n FROM runs").n.tolist() == [4]  # still usable

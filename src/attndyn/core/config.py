@@ -207,8 +207,7 @@ def check_nesting(key: str, value: Any) -> None:
     """InputError naming ``key`` when ``value`` nests deeper than :data:`MAX_NESTING` levels
     (a 5,000-deep list ended in a RecursionError traceback)."""
     if nesting(value) > MAX_NESTING:
-        raise InputError(
-f"invalid value for '{key}': {TOO_DEEP}")
+        raise InputError(f"invalid value for '{key}': {TOO_DEEP}")
 
 
 def parse_assignments(items: list[str] | None) -> dict[str, Any]:
