@@ -477,3 +477,94 @@ def test_queries_have_time_and_memory_limits(store, tmp_path, monkeypatch, capsy
         sent["timer"].cancel()
     assert time.monotonic() - sent["at"] < 1.0
     assert res.query("SELECT count(*) AS n FROM runs").n.tolist() == [4]  # still usable
+
+
+def _legacy_id(family: str, config) -> str:
+    """The run id as computed before issue 48: family, canonical config, schema."""
+    import json
+
+    from attndyn.core.config import SCHEMA_VERSION, canonical
+
+    payload = {"family": family, "config": canonical(config), "schema": SCHEMA_VERSION}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _same_size_same_mtime(path, old: str, new: str) -> None:
+    st = path.stat()
+    path.write_text(path.read_text().replace(old, new))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_corpus_files_content_is_in_the_run_id(tmp_path):
+    """Item 7: `simulate markov --set data=text --set corpus=c.txt`, edit c.txt, run again:
+    the same id, and the old corpus's results were reused. The file's content hash is now in
+    the run id (also when the edit keeps its size and modification time) and in the stored
+    record (`inputs`); the ids of configs that read no file are those of before."""
+    import numpy as np
+
+    from attndyn import runs
+    from attndyn.core.config import run_id
+    from attndyn.core.trajectory import make_trajectory
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat on the mat . the dog sat on the log .\n" * 20)
+    values = {"data": "text", "corpus": str(corpus), "vocab": 8, "seq_len": 4, "m": 4}
+    config = runs.family_config("markov", values)
+    first = run_id("markov", config)
+    assert first != _legacy_id("markov", config)
+    _same_size_same_mtime(corpus, "cat", "cow")
+    second = run_id("markov", config)
+    assert second != first
+    _same_size_same_mtime(corpus, "cow", "cat")
+    assert run_id("markov", config) == first  # content decides, nothing else
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return make_trajectory({"loss": np.ones((1, 2))}, time=np.array([0.0, 1.0]),
+                               seeds=np.array([0]), family="markov", config={})  # fmt: skip
+
+    store = Store(tmp_path / "results")
+    runs.load_or_compute("markov", config, compute, store)
+    assert runs.load_or_compute("markov", config, compute, store)[1] is True  # reused
+    _same_size_same_mtime(corpus, "cat", "cow")
+    traj, reused = runs.load_or_compute("markov", config, compute, store)
+    assert not reused and len(calls) == 2 and traj.attrs["run_id"] == second
+    digest = store.metadata(second)["inputs"]["corpus"]
+    assert len(digest) == 32 and digest != store.metadata(first)["inputs"]["corpus"]
+
+    for family, values in [
+        ("aim", {}),
+        ("markov", {}),
+        ("markov", {"data": "online", "corpus": str(corpus)}),  # a corpus it does not read
+        ("markov", {"data": "text", "corpus": "gen:topic-words"}),
+        ("markov", {"data": "text", "corpus": "hf:wikitext-2"}),
+        ("query", {}),
+        ("circuits", {}),
+        ("langevin", {}),
+    ]:
+        config = runs.family_config(family, values)
+        assert run_id(family, config) == _legacy_id(family, config), (family, values)
+
+
+@pytest.mark.slow  # 12 CPU s: two markov simulations through the CLI
+def test_simulate_markov_recomputes_after_the_corpus_changes(tmp_path, monkeypatch, capsys):
+    """Item 7's probe as a user runs it: the second `simulate` after an edit is a new run."""
+    import json
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat on the mat . the dog sat on the log .\n" * 20)
+    args = ["simulate", "markov", "--json", "--out", tmp_path / "r", "--seeds", "1"]
+    for key, value in {"data": "text", "corpus": corpus, "vocab": 8, "seq_len": 4, "m": 4,
+                       "t_max": 0.2, "batch": 4}.items():  # fmt: skip
+        args += ["--set", f"{key}={value}"]
+    seen = []
+    for _ in range(2):
+        code, out, err = cli(monkeypatch, capsys, *args)
+        assert code == 0, err
+        seen.append((json.loads(out)["run_id"], json.loads(out)["reused"]))
+        _same_size_same_mtime(corpus, "cat", "cow")
+    assert seen[0][0] != seen[1][0] and not seen[1][1], seen

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import tomllib
 import types
@@ -242,9 +243,38 @@ def canonical(config: BaseModel) -> dict[str, Any]:
     return json.loads(config.model_dump_json())
 
 
+_DIGESTS: dict[tuple, str] = {}
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """SHA-256 (first 32 hex digits) of the bytes of the file ``path``. Cached per process for
+    the file's (device, inode, size, modification and change times): writing a file changes
+    its change time (ctime) even when its size and modification time are kept."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+           st.st_ctime_ns)  # fmt: skip
+    if key not in _DIGESTS:
+        with open(path, "rb") as fh:
+            _DIGESTS[key] = hashlib.file_digest(fh, "sha256").hexdigest()[:32]
+    return _DIGESTS[key]
+
+
+def input_hashes(config: BaseModel) -> dict[str, str]:
+    """Content hashes of the files a config reads (``config.input_hashes()`` where the family
+    defines it, e.g. a Markov text corpus's): part of the run id, since editing such a file
+    changes the results without changing the config. Empty for most configs."""
+    hashes = getattr(config, "input_hashes", None)
+    return dict(hashes()) if callable(hashes) else {}
+
+
 def run_id(family: str, config: BaseModel) -> str:
-    """Hash of the family name, the canonical config and the schema version (16 hex digits)."""
+    """Hash of the family name, the canonical config and the schema version (16 hex digits),
+    and of the content hashes of the files the config reads (:func:`input_hashes`) when it
+    reads any (so the ids of configs that read none are those of before)."""
     payload = {"family": family, "config": canonical(config), "schema": SCHEMA_VERSION}
+    inputs = input_hashes(config)
+    if inputs:
+        payload["inputs"] = inputs
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
