@@ -155,6 +155,8 @@ def test_malformed_failure_and_experiment_records_are_foreign(store, tmp_path, m
     for path, why in expected.items():
         assert why in found[str(path.relative_to(root))], (path, found)
     assert str(good.relative_to(root)) not in found
+    assert store.experiment_exists(good.stem)  # a sweep skips it
+    assert not any(store.experiment_exists(p.stem) for p in (stripped, unsealed, forged))
     monkeypatch.chdir(tmp_path)
     for args in (
         ("query", "SELECT * FROM failures"),
@@ -568,3 +570,145 @@ def test_simulate_markov_recomputes_after_the_corpus_changes(tmp_path, monkeypat
         seen.append((json.loads(out)["run_id"], json.loads(out)["reused"]))
         _same_size_same_mtime(corpus, "cat", "cow")
     assert seen[0][0] != seen[1][0] and not seen[1][1], seen
+
+
+def _computed_run(store, **values) -> str:
+    """A synthetic aim run stored through load-or-compute (as `simulate` stores one: its record
+    names what its id hashes), values known: loss = (seed + 1)·(1 − t)·lr, q_12 = d."""
+    import numpy as np
+
+    from attndyn import runs
+    from attndyn.core.config import canonical
+    from attndyn.core.trajectory import make_trajectory
+
+    config = runs.family_config("aim", {"seeds": 2, **values})
+    seeds = np.arange(config.seed, config.seed + config.seeds)
+    times = np.array([0.0, 0.5, 1.0])
+    loss = np.outer(seeds + 1.0, 1.0 - times) * config.lr
+
+    def compute():
+        return make_trajectory({"loss": loss, "q_12": np.full_like(loss, float(config.d))},
+                               time=times, samples=np.array([0, 10, 20]),
+                               step=np.array([0, 10, 20]), seeds=seeds, family="aim",
+                               config=canonical(config))  # fmt: skip
+
+    traj, _ = runs.load_or_compute("aim", config, compute, store)
+    return traj.attrs["run_id"]
+
+
+def _plain_copy(path) -> None:
+    """Rewrite a run file uncompressed and without dictionaries (its footer, seals included,
+    unchanged: they seal values, not bytes), so a value's 8 bytes can be changed in place."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    pq.write_table(table, path, compression="none", use_dictionary=False, write_statistics=False)
+
+
+def _rot_in_place(path, old: float, new: float) -> None:
+    """Bit rot that keeps the file's size and modification time: the bytes of the double
+    ``old`` replaced by those of ``new``."""
+    import struct
+
+    st = path.stat()
+    data = path.read_bytes()
+    before, after = struct.pack("<d", old), struct.pack("<d", new)
+    assert data.count(before) >= 1
+    path.write_bytes(data.replace(before, after, 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_bit_rot_that_keeps_size_and_mtime_is_never_served(tmp_path, monkeypatch, capsys):
+    """Item 1: after the catalog existed, bytes flipped inside `runs/<id>.parquet` without a
+    change of size or mtime made `query "SELECT sum(value) …"` serve the rotted values (rc 0,
+    no warning); `export` and `Results.query` too. The catalog now keeps each file's content
+    hash: a changed file is checked whole again before anything of it is served."""
+    from attndyn import results
+
+    store = Store(tmp_path / "results")
+    rid = _computed_run(store, d=8, lr=0.5, seed=0)
+    other = _computed_run(store, d=16, lr=0.5, seed=0)
+    _plain_copy(store.path(rid))
+    assert store.problem(rid) is None
+    sql = f"SELECT sum(value) AS s FROM observables WHERE run_id = '{rid}'"
+    assert results(store.root).query(sql).s.tolist() == [2.25 + 8 * 6]  # catalogued now
+    _rot_in_place(store.path(rid), 8.0, 8000.0)  # q_12 of one seed and time
+    assert "checksum" in store.problem(rid)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(monkeypatch, capsys, "query", sql, "--json", "--out", store.root)
+    assert code == 0 and '"s": null' in out, out  # the rotted file serves nothing
+    assert f"{rid}.parquet" in err and "checksum" in err, err
+    code, out, err = cli(monkeypatch, capsys, "export", "--output", tmp_path / "all.csv",
+                         "--out", store.root)  # fmt: skip
+    assert code == 0 and rid not in (tmp_path / "all.csv").read_text()
+    assert other in (tmp_path / "all.csv").read_text()
+    assert results(store.root).query(sql).s.isna().all()
+    assert results(store.root).query("SELECT count(*) AS n FROM runs").n.tolist() == [1]
+
+
+def test_unsealed_and_resealed_forged_records_are_foreign(tmp_path, monkeypatch, capsys):
+    """Item 2: values ×1000 with the `checksum` / `record_checksum` keys deleted were served
+    (and reused by `simulate`: loss 1489 for 1.49); a record re-sealed over an edited config
+    (d = 999 under the id of a d = 8 config) was served because the id was never derived from
+    the config; `catalog.parquet` was unsealed. Now an unsealed file is foreign, a record
+    whose id is not its config's is foreign (both named by `--check`, never served, never
+    reused: recomputed), and an edited catalog is rebuilt from the checked files."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from attndyn import results
+    from attndyn.store.catalog import CATALOG
+    from attndyn.store.files import record_checksum
+
+    store = Store(tmp_path / "results")
+    stripped = _computed_run(store, d=8, lr=0.5, seed=0)
+    forged = _computed_run(store, d=8, lr=0.5, seed=2)
+    good = _computed_run(store, d=16, lr=0.5, seed=0)
+    results(store.root)  # catalogued
+
+    table = pq.read_table(store.path(stripped))
+    record = json.loads(table.schema.metadata[b"attndyn"])
+    del record["checksum"], record["record_checksum"]
+    value = table.column("value").to_numpy() * 1000
+    table = table.set_column(table.schema.get_field_index("value"), "value", [value])
+    _rewrite(store.path(stripped), table, record)
+    table = pq.read_table(store.path(forged))
+    record = json.loads(table.schema.metadata[b"attndyn"])
+    record["config"]["d"] = 999
+    record["config_flat"]["d"] = 999
+    record["record_checksum"] = record_checksum(record)  # sealed again
+    _rewrite(store.path(forged), table, record)
+
+    sealed = store.write_failure("a" * 16, kind="family", name="aim", config={}, error="boom")
+    bare = store.write_failure("b" * 16, kind="family", name="aim", config={}, error="boom")
+    _rewrite(bare, pq.read_table(bare), None)  # a failure record with its seal stripped
+
+    code, out, err = cli(monkeypatch, capsys, "runs", "--check", "--out", store.root)
+    found = dict(line.split(": ", 1) for line in out.strip().splitlines())
+    assert code == 1 and set(found) == {f"runs/{stripped}.parquet", f"runs/{forged}.parquet",
+                                        f"failures/{bare.name}"}  # fmt: skip
+    assert "no checksum" in found[f"runs/{stripped}.parquet"]
+    assert "seal" in found[f"failures/{bare.name}"] and sealed.name not in out
+    assert "not derived from its config" in found[f"runs/{forged}.parquet"]
+    res = results(store.root)
+    assert res.query("SELECT run_id FROM failures").run_id.tolist() == ["a" * 16]
+    assert res.query("SELECT run_id FROM runs").run_id.tolist() == [good]
+    assert res.query("SELECT max(value) AS v FROM observables").v.tolist() == [16.0]
+    assert res.query("SELECT max(d) AS d FROM runs_aim").d.tolist() == [16]
+
+    # the catalog edited (a record's d) and its seal kept: rebuilt from the checked files
+    path = store.root / CATALOG
+    saved = pq.read_table(path)
+    meta = [m.replace('"d": 16', '"d": 999') for m in saved.column("meta").to_pylist()]
+    edited = saved.set_column(saved.schema.get_field_index("meta"), "meta", [pa.array(meta)])
+    pq.write_table(edited.replace_schema_metadata(saved.schema.metadata), path)
+    assert results(store.root).query("SELECT d FROM runs_aim").d.tolist() == [16]
+
+    for rid, d, seed in ((stripped, 8, 0), (forged, 8, 2)):  # never reused: recomputed
+        assert _computed_run(store, d=d, lr=0.5, seed=seed) == rid
+        assert store.problem(rid) is None and store.metadata(rid)["config"]["d"] == d
+        assert store.read(rid)["loss"].values.max() <= 2.0  # not ×1000
+    assert len(list((store.root / "quarantine").iterdir())) == 2

@@ -271,8 +271,13 @@ def run_id(family: str, config: BaseModel) -> str:
     """Hash of the family name, the canonical config and the schema version (16 hex digits),
     and of the content hashes of the files the config reads (:func:`input_hashes`) when it
     reads any (so the ids of configs that read none are those of before)."""
-    payload = {"family": family, "config": canonical(config), "schema": SCHEMA_VERSION}
-    inputs = input_hashes(config)
+    return id_of(family, canonical(config), SCHEMA_VERSION, input_hashes(config))
+
+
+def id_of(kind: str, config: Any, schema: Any, inputs: dict | None = None) -> str:
+    """The run id of a canonical ``config`` (plain JSON data) of ``kind`` under ``schema``
+    (:func:`run_id`); also how a stored record's id is derived again from the record."""
+    payload = {"family": kind, "config": config, "schema": schema}
     if inputs:
         payload["inputs"] = inputs
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))

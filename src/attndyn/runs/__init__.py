@@ -18,7 +18,14 @@ import xarray as xr
 from pydantic import BaseModel
 
 from attndyn.core import progress
-from attndyn.core.config import GridConfig, SimulationConfig, input_hashes, run_id, validate
+from attndyn.core.config import (
+    GridConfig,
+    SimulationConfig,
+    canonical,
+    input_hashes,
+    run_id,
+    validate,
+)
 from attndyn.models import get_family, get_theory
 from attndyn.store import Store
 
@@ -102,9 +109,8 @@ def load_or_compute(
             return _finished(stored, True)
         start = time.perf_counter()
         traj = _computed(compute, rid)
-        inputs = input_hashes(config)  # the content hashes in the run id, for the record
-        extra = {"inputs": inputs} if inputs else None
-        store.write(traj, rid, wall_s=time.perf_counter() - start, extra=extra)
+        basis = (kind, canonical(config), input_hashes(config))  # what rid hashes
+        store.write(traj, rid, wall_s=time.perf_counter() - start, basis=basis)
     return _finished(traj, False)
 
 

@@ -35,6 +35,7 @@ from attndyn.store.files import (
     seal_problem,
     special,
     unreadable,
+    unsealed,
 )
 
 
@@ -70,15 +71,6 @@ def experiment_problem(path: Path) -> str | None:
     return why or record_problem(record) or unsealed(record) or seal_problem(record, table)
 
 
-def unsealed(record: dict) -> str | None:
-    """Why a footer ``record`` lacks its seals (``checksum`` and ``record_checksum``), or None:
-    an unsealed file is foreign (its values and its record could be anything)."""
-    missing = [k for k in ("checksum", "record_checksum") if not isinstance(record.get(k), str)]
-    if missing:
-        return f"foreign file: no {' and no '.join(missing)} in its record (seals stripped?)"
-    return None
-
-
 def record_problem(record: dict) -> str | None:
     """Why an experiment ``record`` lacks what the views read (experiment and preset names, a
     list of claims, a list of run ids, a config), or None."""
@@ -98,7 +90,8 @@ def record_problem(record: dict) -> str | None:
 
 def failure_problem(path: Path) -> str | None:
     """Why the failure record ``path`` is damaged or foreign, or None when it is sound: one row
-    with every column of the ``failures`` view, naming its own run."""
+    with every column of the ``failures`` view, naming its own run, sealed (since 2026-12-07:
+    an older, unsealed failure record is foreign; the next run of it replaces or clears it)."""
     why = not_plain(path)  # a FIFO is never opened
     if why is not None:
         return why
@@ -113,7 +106,13 @@ def failure_problem(path: Path) -> str | None:
         return f"not a failure record ({table.num_rows} rows, not one)"
     if table.column("run_id")[0].as_py() != path.stem:
         return "its record names another run than its file name"
-    return None
+    try:
+        seal = json.loads((table.schema.metadata or {}).get(META_KEY) or "{}")
+    except ValueError:
+        seal = None
+    if not isinstance(seal, dict) or seal.get("run_id", path.stem) != path.stem:
+        return "its footer is not the seal of a failure record"
+    return unsealed(seal) or seal_problem(seal, table)
 
 
 def _entries(folder: Path):

@@ -258,8 +258,6 @@ def _run_group(task: Task, group: Group, missing: list[RunItem], store) -> None:
         part.attrs = dict(traj.attrs)
         part.attrs["config"] = json.dumps(canonical(config), sort_keys=True)
         part.attrs["run_id"] = r.run_id
-        inputs = input_hashes(config)  # the content hashes in the run id, for the record
-        store.write(
-            part, r.run_id, wall_s=wall, extra=extra | ({"inputs": inputs} if inputs else {})
-        )
+        basis = (task.name, canonical(config), input_hashes(config))  # what the id hashes
+        store.write(part, r.run_id, wall_s=wall, extra=extra, basis=basis)
         store.clear_failure(r.run_id)
