@@ -97,7 +97,6 @@ if len(sys.argv) > 4:  # compare with another views module (e.g. the one before 
     connect = views.connect
 t1 = time.perf_counter()
 con = connect(root)
-con.execute("SET enable_progress_bar = false")  # keep stdout for the JSON line
 if what == "list":
     rows = con.execute("SELECT * FROM runs ORDER BY created, run_id").fetchall()
 else:

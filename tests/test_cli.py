@@ -166,9 +166,9 @@ NOISY = """
 import ctypes, sys
 import attndyn.api
 real = attndyn.api.results
-def noisy(out):
+def noisy(out, **limits):
     ctypes.CDLL(None).puts(b"native noise")  # C stdio, buffered when stdout is a pipe
-    return real(out)
+    return real(out, **limits)
 attndyn.api.results = noisy
 from attndyn.cli import main
 main(sys.argv[1:])

@@ -313,27 +313,32 @@ def test_export_bad_input(folder, monkeypatch, capsys, tmp_path):
 
 def test_claims_view_reads_records_with_and_without_intervals(folder):
     """Records written before claims had intervals (no ci_low/ci_high/n_seeds columns) and new
-    ones share the claims view; the old ones read NULL there."""
+    ones share the claims view; the old ones read NULL there, also when no record has them.
+    A record without its seals is foreign (issue 48): it is left out."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from attndyn.store.files import checksum, record_checksum
+
     store, ids = folder
-    new = experiment_record("exp-a", ids[:1])
-    new["claims"][0] |= {"ci_low": 0.5, "ci_high": 1.5, "n_seeds": 8}
-    store.write_experiment(new, "exp-a-small-1")
     old = {"experiment": "exp-b", "preset": "small", "key": "exp-b-small-2", "claim": "c0"}
     old |= {"statement": "s", "value": 2.0, "target": "t", "passed": True}
     old |= {"created": "2026-01-01T00:00:00Z", "version": "0.0"}
     record = {"experiment": "exp-b", "preset": "small", "key": "exp-b-small-2", "claims": [old]}
-    pq.write_table(  # as written then: a record in the footer, no checksum
-        pa.Table.from_pylist([old]).replace_schema_metadata({"attndyn": json.dumps(record)}),
-        store.root / "experiments" / "exp-b-small-2.parquet",
-    )
-    rows = (
-        connect(store.root)
-        .execute("SELECT claim, value, ci_low, ci_high, n_seeds FROM claims ORDER BY claim")
-        .fetchall()
-    )
+    table = pa.Table.from_pylist([old])  # as written then: no interval columns
+    path = store.root / "experiments" / "exp-b-small-2.parquet"
+    path.parent.mkdir()
+    pq.write_table(table.replace_schema_metadata({"attndyn": json.dumps(record)}), path)
+    assert connect(store.root).execute("SELECT count(*) FROM claims").fetchone() == (0,)
+    record["checksum"] = checksum(table)
+    record["record_checksum"] = record_checksum(record)
+    pq.write_table(table.replace_schema_metadata({"attndyn": json.dumps(record)}), path)
+    query = "SELECT claim, value, ci_low, ci_high, n_seeds FROM claims ORDER BY claim"
+    assert connect(store.root).execute(query).fetchall() == [("c0", 2.0, None, None, None)]
+    new = experiment_record("exp-a", ids[:1])
+    new["claims"][0] |= {"ci_low": 0.5, "ci_high": 1.5, "n_seeds": 8}
+    store.write_experiment(new, "exp-a-small-1")
+    rows = connect(store.root).execute(query).fetchall()
     assert rows == [("c0", 2.0, None, None, None), ("c1", 1.0, 0.5, 1.5, 8)]
 
 

@@ -25,6 +25,7 @@ from attndyn.claims.runner import ExperimentOutcome, run_experiment
 from attndyn.core.progress_bars import shown
 from attndyn.errors import InputError
 from attndyn.store import Store, connect, queries, results_dir
+from attndyn.store.views import Limits, limits_of
 
 
 def on_devices(n: int | None) -> AbstractContextManager[None]:
@@ -239,7 +240,7 @@ class Results:
             bad = queries.damaged_runs(self.con, self.root)
             if not bad:
                 raise queries.blamed(exc) from None
-            self.con = queries.reconnect(self.root, bad)
+            self.con = queries.reconnect(self.root, bad, limits_of(self.con))
             return queries.executed(self.con, sql)
 
     def runs(self, family: str | None = None) -> pd.DataFrame:
@@ -264,7 +265,7 @@ class Results:
         """
         if run_id is None:
             return self.query("SELECT * FROM observables")
-        return self.con.execute("SELECT * FROM observables WHERE run_id = ?", [run_id]).df()
+        return queries.executed(self.con, "SELECT * FROM observables WHERE run_id = ?", [run_id])
 
     def trajectory(self, run_id: str) -> xr.Dataset:
         """The stored run ``run_id`` as a Trajectory, as :func:`simulate` or :func:`predict`
@@ -272,7 +273,19 @@ class Results:
         axes included, observables in alphabetical order). ``run_id`` must be stored in this
         folder (see :meth:`runs`).
         """
-        return Store(self.root).read(run_id)
+        store = Store(self.root)
+        if (
+            not isinstance(run_id, str)
+            or not run_id
+            or run_id.startswith(".")
+            or any(sep in run_id for sep in "/\\\0")
+            or not os.path.lexists(store.path(run_id))
+        ):
+            raise InputError(
+                f"invalid value for 'run_id': no stored run {run_id!r} in {self.root} "
+                "(Results.runs() lists them)"
+            )
+        return store.read(run_id)
 
 
 def cite(experiment: str | None = None) -> str:
@@ -331,16 +344,25 @@ def column_hint(con: duckdb.DuckDBPyConnection, sql: str, message: str) -> str:
     return "".join(f"; {line}" for line in out)
 
 
-def results(path: str | os.PathLike | None = None) -> Results:
+def results(
+    path: str | os.PathLike | None = None,
+    timeout: float | None = None,
+    memory: str | None = None,
+) -> Results:
     """Open a results folder for querying.
 
     Args:
         path: the folder; default ``$ATTNDYN_RESULTS``, else ``./attndyn-results``. A folder
             with no runs yet gives empty views.
+        timeout: seconds after which a query is stopped (default
+            ``$ATTNDYN_QUERY_TIMEOUT``, else 600; 0: no limit). Ctrl-C stops a query at once.
+        memory: the memory a query may use, e.g. ``"2GB"`` or ``"25%"`` (default
+            ``$ATTNDYN_QUERY_MEMORY``, else a quarter of this machine's memory).
 
     Returns:
         Results with ``root`` and a DuckDB connection ``con``; see :class:`Results` for
         ``query``, ``runs``, ``observables`` and ``trajectory``.
     """
+    limits = Limits.resolve(timeout, memory)  # InputError naming the field: nothing opened
     root = results_dir(path)
-    return Results(root=root, con=connect(root))
+    return Results(root=root, con=connect(root, limits=limits))

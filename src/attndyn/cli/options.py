@@ -47,6 +47,21 @@ Family = Annotated[
 ]
 Experiment = Annotated[str | None, typer.Option(help="only the runs this experiment used")]
 Csv = Annotated[bool, typer.Option("--csv", help="CSV, every column")]
+Timeout = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        help="stop the query after SECONDS (default $ATTNDYN_QUERY_TIMEOUT, else 600; 0: none)",
+    ),
+]
+Memory = Annotated[
+    str | None,
+    typer.Option(
+        "--memory",
+        help="memory the query may use, e.g. 2GB or 25% (default $ATTNDYN_QUERY_MEMORY, else "
+        "25% of this machine's)",
+    ),
+]
 Json = Annotated[bool, typer.Option("--json", help="print it as JSON")]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import tomllib
 import types
@@ -184,6 +185,32 @@ def _one_line(exc: ValidationError, fields: Iterable[str] = ()) -> str:
     return f"invalid value for '{field}': {msg}{shown}"
 
 
+MAX_NESTING = 32  # levels of lists and tables in a config value: no config needs more
+TOO_DEEP = f"lists and tables nested deeper than {MAX_NESTING} levels"
+
+
+def nesting(value: Any) -> int:
+    """How deep lists and dicts nest in ``value`` (a scalar: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list | tuple):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_NESTING + 1:  # deeper than any check allows: stop counting
+                return deepest
+            stack.extend((x, depth + 1) for x in item)
+    return deepest
+
+
+def check_nesting(key: str, value: Any) -> None:
+    """InputError naming ``key`` when ``value`` nests deeper than :data:`MAX_NESTING` levels
+    (a 5,000-deep list ended in a RecursionError traceback)."""
+    if nesting(value) > MAX_NESTING:
+        raise InputError(f"invalid value for '{key}': {TOO_DEEP}")
+
+
 def parse_assignments(items: list[str] | None) -> dict[str, Any]:
     """Parse ``["d=64", "param=tied", "C=[[1,0.5],[0.5,1]]"]`` into a dict.
 
@@ -196,7 +223,11 @@ def parse_assignments(items: list[str] | None) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise InputError(f"--set expects key=value, got {item!r}")
-        out[key] = _literal(raw.strip())
+        try:
+            out[key] = _literal(raw.strip())
+        except RecursionError:  # the TOML parser recurses once per level
+            raise InputError(f"invalid value for '{key}': {TOO_DEEP}") from None
+        check_nesting(key, out[key])
     return out
 
 
@@ -235,10 +266,43 @@ def _drop_neutral(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
+_DIGESTS: dict[tuple, str] = {}
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """SHA-256 (first 32 hex digits) of the bytes of the file ``path``. Cached per process for
+    the file's (device, inode, size, modification and change times): writing a file changes
+    its change time (ctime) even when its size and modification time are kept."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+           st.st_ctime_ns)  # fmt: skip
+    if key not in _DIGESTS:
+        with open(path, "rb") as fh:
+            _DIGESTS[key] = hashlib.file_digest(fh, "sha256").hexdigest()[:32]
+    return _DIGESTS[key]
+
+
+def input_hashes(config: BaseModel) -> dict[str, str]:
+    """Content hashes of the files a config reads (``config.input_hashes()`` where the family
+    defines it, e.g. a Markov text corpus's): part of the run id, since editing such a file
+    changes the results without changing the config. Empty for most configs."""
+    hashes = getattr(config, "input_hashes", None)
+    return dict(hashes()) if callable(hashes) else {}
+
+
 def run_id(family: str, config: BaseModel) -> str:
     """Hash of the family name, the config's :func:`identity` and the schema version (16 hex
-    digits)."""
-    payload = {"family": family, "config": identity(config), "schema": SCHEMA_VERSION}
+    digits), and of the content hashes of the files the config reads (:func:`input_hashes`) when
+    it reads any (so the ids of configs that read none are those of before)."""
+    return id_of(family, identity(config), SCHEMA_VERSION, input_hashes(config))
+
+
+def id_of(kind: str, config: Any, schema: Any, inputs: dict | None = None) -> str:
+    """The run id of a canonical ``config`` (plain JSON data) of ``kind`` under ``schema``
+    (:func:`run_id`); also how a stored record's id is derived again from the record."""
+    payload = {"family": kind, "config": config, "schema": schema}
+    if inputs:
+        payload["inputs"] = inputs
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -27,7 +27,7 @@ import jinja2
 
 from attndyn.errors import InputError, StoreError
 from attndyn.report.sitedata import SiteData, collect
-from attndyn.store.files import results_dir
+from attndyn.store.files import outside_results, results_dir
 
 MARKER = ".attndyn-report"  # in every site folder: only such a folder is ever replaced
 ASSETS = ("style.css", "table.js", "plots.js")
@@ -257,6 +257,7 @@ def write_report(out: str | os.PathLike | None = None, output=None) -> Path:
             f"invalid value for 'out': no results folder {root} (give --out or set ATTNDYN_RESULTS)"
         )
     dest = Path(output) if output is not None else root / "report"
+    outside_results(root, dest, whole=False)  # never into runs/, experiments/ or failures/
     _check_target(dest)
     data = collect(root)
     dest.parent.mkdir(parents=True, exist_ok=True)

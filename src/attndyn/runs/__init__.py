@@ -2,7 +2,9 @@
 
 The one path by which the API, experiments, sweeps, the demo and the CLI obtain a run. A run's id
 is a hash of its kind (a family name, ``<family>:theory`` or an experiment's own model name), its
-canonical config and the schema version (:func:`attndyn.core.config.run_id`).
+identity (its config without ID_NEUTRAL fields at their neutral values) and the schema version, and of the content of the files the config reads (a
+Markov text corpus, :func:`attndyn.core.config.input_hashes`; then stored in the record as
+``inputs``) (:func:`attndyn.core.config.run_id`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ import xarray as xr
 from pydantic import BaseModel
 
 from attndyn.core import progress
-from attndyn.core.config import GridConfig, SimulationConfig, run_id, validate
+from attndyn.core.config import (
+    GridConfig,
+    SimulationConfig,
+    identity,
+    input_hashes,
+    run_id,
+    validate,
+)
 from attndyn.models import get_family, get_theory
 from attndyn.store import Store
 
@@ -100,7 +109,8 @@ def load_or_compute(
             return _finished(stored, True)
         start = time.perf_counter()
         traj = _computed(compute, rid)
-        store.write(traj, rid, wall_s=time.perf_counter() - start)
+        basis = (kind, identity(config), input_hashes(config))  # what rid hashes
+        store.write(traj, rid, wall_s=time.perf_counter() - start, basis=basis)
     return _finished(traj, False)
 
 

@@ -2,20 +2,23 @@
 
 Listing runs needs each run's record (the JSON in its Parquet footer). Reading 10,000 footers
 takes seconds; the catalog ``<root>/catalog.parquet`` keeps them, one row per run file
-(``file, mtime_ns, size, meta``), plus in its own metadata the SQL type of every flattened config
-field of every family (``{family: {field: type}}``: a family's field types never depend on
-another family's runs). On open, the ``runs/`` folder is listed (names, sizes, modification times:
-one ``scandir``) and compared with the catalog: only new or rewritten files are read, vanished ones
-dropped, and the catalog is rewritten atomically (temporary file, rename) when anything changed.
-Hidden temporary files of writers in progress are never listed. The catalog is a cache: deleting
-it is safe, a read-only results folder simply skips saving it, and a damaged one is rebuilt.
-"""
+(``file, mtime_ns, size, digest, meta``), plus in its own metadata the SQL type of every
+flattened config field of every family (``{family: {field: type}}``: a family's field types
+never depend on another family's runs) and its seal (a hash of its rows and types). On open, the
+``runs/`` folder is listed (one ``scandir``) and every run file hashed (:func:`digest`, its
+content: an edit that keeps size and modification time is seen); only new or changed files are
+read and checked whole, vanished ones dropped, and the catalog is rewritten atomically
+(temporary file, rename) when anything changed. Hidden temporary files of writers in progress
+are never listed. The catalog is a cache: deleting it is safe, a read-only results folder simply
+skips saving it, and a damaged, older or edited one (its seal not matching) is rebuilt."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +26,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from attndyn.store.files import META_KEY, run_record
+from attndyn.store.files import META_KEY, run_record, special
 from attndyn.store.locks import temp_path
 
 CATALOG = "catalog.parquet"
-CATALOG_VERSION = 2  # 2: config types per family
+CATALOG_VERSION = 3  # 2: config types per family; 3: content digests, the catalog sealed
 BULK = 200  # more new files than this: read their footers with DuckDB (in parallel)
 
 SCHEMA = pa.schema(
@@ -35,6 +38,7 @@ SCHEMA = pa.schema(
         ("file", pa.string()),
         ("mtime_ns", pa.int64()),
         ("size", pa.int64()),
+        ("digest", pa.string()),
         ("meta", pa.string()),
     ]
 )
@@ -93,23 +97,55 @@ def _listing(runs: Path) -> dict[str, tuple[int, int]]:
             name = entry.name
             if name.startswith(".") or not name.endswith(".parquet"):
                 continue
-            if entry.is_symlink():  # never a stored run (the store writes plain files)
-                print(f"warning: skipping run file {runs / name}: a symbolic link", file=sys.stderr)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
                 continue
-            with contextlib.suppress(OSError):
-                st = entry.stat()
-                out[name] = (st.st_mtime_ns, st.st_size)
+            why = special(st.st_mode) or ("a folder" if stat.S_ISDIR(st.st_mode) else None)
+            if why is not None:  # a link, a FIFO (opening it would block), a device: not a run
+                print(f"warning: skipping run file {runs / name}: {why}", file=sys.stderr)
+                continue
+            out[name] = (st.st_mtime_ns, st.st_size)
     return out
 
 
+def digest(path: Path) -> str:
+    """SHA-256 (first 32 hex digits) of the bytes of ``path``: what decides whether a catalogued
+    file is the one that was checked (an edit that keeps size and modification time changes
+    it). About 0.1 ms for a small run file."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()[:32]
+
+
+def _digests(runs: Path, names) -> dict[str, str]:
+    """name -> :func:`digest` of each run file ``names`` (files gone since the listing are left
+    out)."""
+    out = {}
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            out[name] = digest(runs / name)
+    return out
+
+
+def _seal(table: pa.Table, types: dict) -> str:
+    """The catalog's own seal: the checksum of its rows and its types."""
+    from attndyn.store.files import checksum
+
+    body = json.dumps(types, sort_keys=True)
+    return hashlib.sha256(f"{checksum(table)}\0{body}".encode()).hexdigest()[:32]
+
+
 def _read_saved(path: Path) -> tuple[pa.Table, dict[str, dict[str, str | None]]] | None:
+    """The saved catalog, or None when it is missing, of an older version, damaged, or its
+    rows or types do not match its seal (an edited catalog): it is then rebuilt from the
+    checked run files."""
     try:
         pf = pq.ParquetFile(path)
         meta = json.loads((pf.schema_arrow.metadata or {})[META_KEY])
         if meta.get("catalog") != CATALOG_VERSION:
             return None
-        table = pf.read()
-        if not table.schema.equals(SCHEMA):
+        table = pf.read().replace_schema_metadata(None)
+        if not table.schema.equals(SCHEMA) or meta.get("seal") != _seal(table, meta["types"]):
             return None
         return table, meta["types"]
     except Exception:  # a damaged or foreign catalog is rebuilt
@@ -168,7 +204,7 @@ def _verified(runs: Path, footers: dict[str, str]) -> dict[str, str]:
     """The files of ``footers`` whose whole content passes the readers' check (data and record
     checksums, :func:`attndyn.store.files.damaged_files`, each other one named on stderr), so a
     view never serves a damaged file's rows. A file is checked once per change: the catalog
-    keeps it while its size and modification time stay."""
+    keeps it while its content (its digest) stays."""
     from attndyn.store.files import Store, damaged_files
 
     bad = damaged_files(Store(runs.parent), list(footers))
@@ -176,21 +212,25 @@ def _verified(runs: Path, footers: dict[str, str]) -> dict[str, str]:
 
 
 def load(root: Path, save: bool = True) -> Catalog:
-    """The up-to-date catalog of ``root`` (updated and saved if the runs folder changed)."""
+    """The up-to-date catalog of ``root`` (updated and saved if the runs folder changed).
+
+    A file's content decides: every run file is hashed (:func:`digest`) on each load, and a
+    catalogued file whose bytes changed since it was checked, whatever its size and time, is
+    checked again whole before its record is served."""
     runs = root / "runs"
     listing = _listing(runs)
     if not listing:
         return Catalog(table=SCHEMA.empty_table(), types={})
+    digests = _digests(runs, listing)
+    listing = {name: listing[name] for name in digests}
     saved = _read_saved(root / CATALOG)
     if saved is not None:
         table, types = saved
         files = table.column("file").to_pylist()
-        stamps = zip(
-            table.column("mtime_ns").to_pylist(), table.column("size").to_pylist(), strict=True
-        )
-        current = [listing.get(f) == stamp for f, stamp in zip(files, stamps, strict=True)]
+        known = table.column("digest").to_pylist()
+        current = [digests.get(f) == d for f, d in zip(files, known, strict=True)]
         if all(current) and len(files) == len(listing):  # nothing changed: the common case
-            return Catalog(table=table.replace_schema_metadata(None), types=types)
+            return Catalog(table=table, types=types)
         table = table.filter(pa.array(current, pa.bool_()))
         if not all(current):  # files vanished or were rewritten: recompute the types
             types = {}
@@ -209,6 +249,7 @@ def load(root: Path, save: bool = True) -> Catalog:
             "file": names,
             "mtime_ns": [listing[n][0] for n in names],
             "size": [listing[n][1] for n in names],
+            "digest": [digests[n] for n in names],
             "meta": [found[n] for n in names],
         },
         schema=SCHEMA,
@@ -221,7 +262,9 @@ def load(root: Path, save: bool = True) -> Catalog:
 
 def _save(root: Path, table: pa.Table, types: dict[str, dict[str, str | None]]) -> None:
     """Atomic rewrite; a folder that cannot be written is left alone (the catalog is a cache)."""
-    meta = json.dumps({"catalog": CATALOG_VERSION, "types": types}).encode()
+    table = table.replace_schema_metadata(None)
+    seal = _seal(table, types)
+    meta = json.dumps({"catalog": CATALOG_VERSION, "types": types, "seal": seal}).encode()
     table = table.replace_schema_metadata({META_KEY: meta})
     final = root / CATALOG
     tmp = temp_path(root, CATALOG)

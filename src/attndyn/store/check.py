@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +22,21 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from attndyn.errors import InputError
-from attndyn.store.files import META_KEY, Store, results_dir, seal_problem, unreadable
-
-FAILURE_KEYS = ("run_id", "error", "config")
-LINK = "a symbolic link (results are plain files; queries cannot read outside the folder)"
+from attndyn.store.files import (
+    CLAIM_COLUMNS,
+    CLAIM_OPTIONAL,
+    FAILURE_COLUMNS,
+    META_KEY,
+    Store,
+    columns_problem,
+    folder_problem,
+    not_plain,
+    results_dir,
+    seal_problem,
+    special,
+    unreadable,
+    unsealed,
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +48,12 @@ class Problem:
 
 
 def experiment_problem(path: Path) -> str | None:
-    """Why the experiment record ``path`` is damaged, or None when it is sound."""
+    """Why the experiment record ``path`` is damaged or foreign, or None when it is sound: it
+    must read, hold the claims' columns, carry a footer record naming its own key with the
+    fields the views read (:func:`record_problem`), and both seals matching."""
+    why = not_plain(path)  # a FIFO is never opened
+    if why is not None:
+        return why
     try:
         table = pq.read_table(path)
     except Exception as exc:
@@ -50,20 +67,52 @@ def experiment_problem(path: Path) -> str | None:
         return "no experiment record in its footer"
     if record.get("key") != path.stem:
         return f"its record names experiment run {record.get('key')!r}, not its file name"
-    return seal_problem(record, table)
+    why = columns_problem(table.schema, CLAIM_COLUMNS, "an experiment record", CLAIM_OPTIONAL)
+    return why or record_problem(record) or unsealed(record) or seal_problem(record, table)
+
+
+def record_problem(record: dict) -> str | None:
+    """Why an experiment ``record`` lacks what the views read (experiment and preset names, a
+    list of claims, a list of run ids, a config), or None."""
+    what = "not an experiment record"
+    if not isinstance(record.get("experiment"), str) or not isinstance(record.get("preset"), str):
+        return f"{what} (no experiment or preset name)"
+    claims = record.get("claims")
+    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+        return f"{what} (its claims are not a list of claims)"
+    ids = record.get("run_ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return f"{what} (its run_ids are not a list of run ids)"
+    if not isinstance(record.get("config", {}), dict):
+        return f"{what} (its config is not an object)"
+    return None
 
 
 def failure_problem(path: Path) -> str | None:
-    """Why the failure record ``path`` is damaged, or None when it is sound."""
+    """Why the failure record ``path`` is damaged or foreign, or None when it is sound: one row
+    with every column of the ``failures`` view, naming its own run, sealed (since 2026-12-07:
+    an older, unsealed failure record is foreign; the next run of it replaces or clears it)."""
+    why = not_plain(path)  # a FIFO is never opened
+    if why is not None:
+        return why
     try:
         table = pq.read_table(path)
     except Exception as exc:
         return unreadable(exc)
-    if any(k not in table.column_names for k in FAILURE_KEYS) or table.num_rows != 1:
-        return "not a failure record (one row with run_id, error, config)"
+    why = columns_problem(table.schema, FAILURE_COLUMNS, "a failure record")
+    if why is not None:
+        return why
+    if table.num_rows != 1:
+        return f"not a failure record ({table.num_rows} rows, not one)"
     if table.column("run_id")[0].as_py() != path.stem:
         return "its record names another run than its file name"
-    return None
+    try:
+        seal = json.loads((table.schema.metadata or {}).get(META_KEY) or "{}")
+    except ValueError:
+        seal = None
+    if not isinstance(seal, dict) or seal.get("run_id", path.stem) != path.stem:
+        return "its footer is not the seal of a failure record"
+    return unsealed(seal) or seal_problem(seal, table)
 
 
 def _entries(folder: Path):
@@ -87,9 +136,17 @@ def problems(root: Path) -> list[Problem]:
         store.failures: failure_problem,
     }
     for folder, check in checks.items():
+        why = folder_problem(folder)
+        if why is not None:  # its entries (elsewhere, for a link) are not looked at
+            add(folder, why)
+            continue
         for path in _entries(folder):
-            if path.is_symlink():
-                add(path, LINK)
+            try:
+                why = special(os.lstat(path).st_mode)
+            except FileNotFoundError:  # removed since the listing
+                continue
+            if why is not None:  # a link, a FIFO, a device: never opened
+                add(path, why)
                 continue
             if path.is_dir() or path.suffix != ".parquet":
                 add(path, "foreign file (not a .parquet file of this folder)")

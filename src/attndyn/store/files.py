@@ -4,11 +4,12 @@ A run file ``runs/<run_id>.parquet`` carries its record (JSON) in the Parquet fo
 ``attndyn``, with its ``run_id``, a ``checksum`` of its data (:func:`checksum`) and a
 ``record_checksum`` of the record itself (:func:`record_checksum`). Readers check them
 (:meth:`Store.problem`): a file that cannot be read, whose footer is not a run record, whose
-record names another run, or whose data or record do not match a checksum is *damaged*; it is
-moved to ``quarantine/`` (never deleted) with a one-line warning on stderr, and load-or-compute
-and sweeps treat the run as missing (docs/store.md, "Damaged files"). Experiment records carry
-both checksums too. Writers hold a per-run lock and clean up after dead writers
-(:mod:`attndyn.store.locks`).
+record names another run, which lacks its seals, whose data or record do not match a checksum,
+or whose run id is not derived from its config (:func:`id_problem`) is *damaged* (or foreign);
+it is moved to ``quarantine/`` (never deleted) with a one-line warning on stderr, and
+load-or-compute and sweeps treat the run as missing (docs/store.md, "Damaged files").
+Experiment and failure records carry both checksums too. Writers hold a per-run lock and clean
+up after dead writers (:mod:`attndyn.store.locks`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 import traceback
@@ -32,7 +34,7 @@ import xarray as xr
 from attndyn.core.config import SCHEMA_VERSION, flatten
 from attndyn.core.serial import json_safe
 from attndyn.core.trajectory import config_of, from_frame, to_frame
-from attndyn.errors import StoreError
+from attndyn.errors import InputError, StoreError
 from attndyn.store import locks
 
 META_KEY = b"attndyn"
@@ -42,6 +44,128 @@ DEFAULT_DIR = "attndyn-results"
 def results_dir(out: str | os.PathLike | None = None) -> Path:
     """``out`` if given, else ``$ATTNDYN_RESULTS``, else ``./attndyn-results``."""
     return Path(out or os.environ.get("ATTNDYN_RESULTS") or DEFAULT_DIR)
+
+
+RESULT_FOLDERS = ("runs", "experiments", "failures")
+LINK = "a symbolic link (results are plain files; queries cannot read outside the folder)"
+
+
+def special(mode: int) -> str | None:
+    """Why a directory entry of ``mode`` (``lstat``'s, links not followed) is no file a reader
+    may open, or None for a plain file or a folder: opening a FIFO would block a reader."""
+    if stat.S_ISLNK(mode):
+        return LINK
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    what = "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket or device"
+    return f"{what}, not a file (results are plain files)"
+
+
+def not_plain(path: Path) -> str | None:
+    """Why ``path`` is not a plain file (:func:`special`, or a folder), or None;
+    FileNotFoundError when it is gone. Checked before a reader opens a stored file."""
+    mode = os.lstat(path).st_mode
+    return special(mode) or ("a folder, not a file" if stat.S_ISDIR(mode) else None)
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` (``runs/``, ``experiments/`` or ``failures/``) exists but is no plain
+    folder (a symbolic link, a file, …), or None (a folder, or missing)."""
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link, not a folder (results are plain folders)"
+    return None if stat.S_ISDIR(mode) else "not a folder"
+
+
+# The columns of the stored files and their SQL types (the views read them under these types;
+# :func:`columns_problem` checks a file has them). A claim's ``ci_low``, ``ci_high`` and
+# ``n_seeds`` are optional (records written before claims had intervals lack them).
+OBS_TYPES = {
+    "run_id": "VARCHAR",
+    "seed": "BIGINT",
+    "time": "DOUBLE",
+    "samples": "BIGINT",
+    "step": "BIGINT",
+    "name": "VARCHAR",
+    "value": "DOUBLE",
+}
+CLAIM_COLUMNS = {
+    "experiment": "VARCHAR",
+    "preset": "VARCHAR",
+    "key": "VARCHAR",
+    "claim": "VARCHAR",
+    "statement": "VARCHAR",
+    "value": "DOUBLE",
+    "ci_low": "DOUBLE",
+    "ci_high": "DOUBLE",
+    "n_seeds": "BIGINT",
+    "target": "VARCHAR",
+    "passed": "BOOLEAN",
+    "created": "VARCHAR",
+    "version": "VARCHAR",
+}
+FAILURE_COLUMNS = {
+    "run_id": "VARCHAR",
+    "kind": "VARCHAR",
+    "name": "VARCHAR",
+    "sweep": "VARCHAR",
+    "error": "VARCHAR",
+    "traceback": "VARCHAR",
+    "config": "VARCHAR",
+    "host": "VARCHAR",
+    "created": "VARCHAR",
+    "version": "VARCHAR",
+}
+CLAIM_OPTIONAL = ("ci_low", "ci_high", "n_seeds")
+_KINDS = {
+    "VARCHAR": (pa.types.is_string, pa.types.is_large_string),
+    "BIGINT": (pa.types.is_integer,),
+    "DOUBLE": (pa.types.is_floating, pa.types.is_integer),
+    "BOOLEAN": (pa.types.is_boolean,),
+}
+
+
+def columns_problem(
+    schema: pa.Schema, columns: dict[str, str], what: str, optional=()
+) -> str | None:
+    """Why a file of ``schema`` is not ``what`` (e.g. "a failure record") with the ``columns``
+    (name -> SQL type; ``optional`` ones may be absent), or None. A column of all nulls fits
+    any type. One malformed file must not break the views of all the others."""
+    names = schema.names
+    missing = [c for c in columns if c not in names and c not in optional]
+    if missing:
+        return f"not {what} (no column {', '.join(missing)})"
+    for name, sql in columns.items():
+        if name not in names:
+            continue
+        if len([n for n in names if n == name]) > 1:
+            return f"not {what} (two columns {name})"
+        kind = schema.field(name).type
+        if not pa.types.is_null(kind) and not any(ok(kind) for ok in _KINDS[sql]):
+            return f"not {what} (column {name} is {kind}, not {sql})"
+    return None
+
+
+def outside_results(
+    root: str | os.PathLike, path: str | os.PathLike, field: str = "output", whole: bool = True
+) -> None:
+    """InputError (exit code 2, one line naming ``field``) when ``path`` lies inside the results
+    folder ``root`` (or, with ``whole`` false, inside its ``runs/``, ``experiments/`` or
+    ``failures/``), symbolic links resolved: only ``simulate``, ``run``, ``sweep`` and
+    ``report`` write there, so a read or export command can never overwrite a stored run or
+    plant a foreign file."""
+    base = Path(root).resolve()
+    target = Path(path).resolve()
+    for folder in [base] if whole else [base / f for f in RESULT_FOLDERS]:
+        if target == folder or folder in target.parents:
+            what = "the results folder" if whole else "a folder of stored results"
+            raise InputError(
+                f"invalid value for '{field}': {path} is inside {folder} ({what}); "
+                "give a path outside it"
+            )
 
 
 class DamagedRun(StoreError):
@@ -100,13 +224,52 @@ def record_checksum(record: dict[str, Any]) -> str:
 
 
 def seal_problem(record: dict[str, Any], table: pa.Table) -> str | None:
-    """Why a footer ``record`` and its ``table`` do not match their checksums, or None. Files
-    written before a checksum existed are checked for the rest (the data checksum from
-    2026-11, the record's from 2026-12-05)."""
+    """Why a footer ``record`` and its ``table`` do not match their checksums, or None. A
+    record without them is refused first (:func:`unsealed`)."""
     if "checksum" in record and record["checksum"] != checksum(table):
         return "its data do not match its checksum"
     if "record_checksum" in record and record["record_checksum"] != record_checksum(record):
         return "its footer record does not match its checksum (edited)"
+    return None
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def id_problem(record: dict[str, Any], run_id: str) -> str | None:
+    """Why the run id ``run_id`` is not derived from ``record`` (its kind, config, schema and
+    input hashes, :func:`attndyn.core.config.id_of`), or None: a record sealed again over an
+    edited config is foreign. Records written before the kind was recorded (``id_kind``,
+    2026-12-07) are derived as the family's simulation or theory; one that is neither (an
+    experiment's own model, a theory whose stored config adds its resolved method) is
+    checked by its seals only."""
+    from attndyn.core.config import id_of
+
+    config = record.get("id_config", record.get("config"))
+    schema, inputs = record.get("schema"), record.get("inputs") or {}
+    if "id_kind" in record:
+        kinds = [record["id_kind"]]
+    else:
+        family = record.get("family", "")
+        kinds = [family if record.get("kind") == "simulation" else f"{family}:theory"]
+    try:
+        if any(id_of(kind, config, schema, inputs) == run_id for kind in kinds):
+            return None
+    except (TypeError, ValueError):  # not JSON data
+        pass
+    if "id_kind" not in record:
+        return None
+    return "its run id is not derived from its config (a record of another config)"
+
+
+def unsealed(record: dict[str, Any]) -> str | None:
+    """Why a footer ``record`` lacks its seals (``checksum`` and ``record_checksum``), or None:
+    an unsealed file is foreign (its values and its record could be anything), never served
+    and never reused."""
+    missing = [k for k in ("checksum", "record_checksum") if not isinstance(record.get(k), str)]
+    if missing:
+        return f"foreign file: no {' and no '.join(missing)} in its record (seals stripped?)"
     return None
 
 
@@ -159,10 +322,15 @@ class Store:
         run_id: str,
         wall_s: float = float("nan"),
         extra: dict[str, Any] | None = None,
+        basis: tuple[str, dict[str, Any], dict[str, str]] | None = None,
     ) -> Path:
         """Write a Trajectory as ``<run_id>.parquet`` (temporary file, fsync, rename).
 
-        ``extra`` is merged into the stored run record (e.g. the sweep's provenance)."""
+        ``extra`` is merged into the stored run record (e.g. the sweep's provenance).
+        ``basis``: what the run id hashes (kind, canonical config, input hashes,
+        :func:`attndyn.core.config.run_id`), recorded as ``id_kind``, ``inputs`` and, where it
+        differs from the record's ``config``, ``id_config``, so that readers derive the id
+        again from the record (:func:`id_problem`)."""
         from attndyn.version import __version__
 
         frame = to_frame(traj)
@@ -195,6 +363,13 @@ class Store:
         if own:
             meta["attrs"] = json_safe(own)
         meta.update(extra or {})
+        if basis is not None:
+            kind, hashed, inputs = basis
+            meta["id_kind"] = kind
+            if _json(hashed) != _json(config):  # e.g. a theory's resolved method added
+                meta["id_config"] = hashed
+            if inputs:
+                meta["inputs"] = inputs
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta["checksum"] = checksum(table)
         meta["record_checksum"] = record_checksum(meta)
@@ -266,7 +441,15 @@ class Store:
         return self.root / "failures"
 
     def experiment_exists(self, key: str) -> bool:
-        return (self.experiments / f"{key}.parquet").is_file()
+        """True when the experiment run ``key`` has a sound record (a damaged, unsealed or
+        malformed one is not reused: the sweep runs the experiment again, which replaces it)."""
+        from attndyn.store.check import experiment_problem
+
+        path = self.experiments / f"{key}.parquet"
+        try:
+            return experiment_problem(path) is None
+        except FileNotFoundError:
+            return False
 
     def write_failure(
         self,
@@ -279,7 +462,8 @@ class Store:
         sweep: str = "",
     ) -> Path:
         """Record that run ``run_id`` failed, as ``failures/<run_id>.parquet`` (one row: the
-        error's one-line text, its traceback, the config as JSON); atomic like a run."""
+        error's one-line text, its traceback, the config as JSON; sealed like a run: a footer
+        ``{run_id, checksum, record_checksum}``); atomic like a run."""
         from attndyn.version import __version__
 
         if isinstance(error, BaseException):
@@ -300,6 +484,9 @@ class Store:
             "version": __version__,
         }
         table = pa.Table.from_pylist([row], schema=pa.schema([(k, pa.string()) for k in row]))
+        seal: dict[str, Any] = {"run_id": run_id, "checksum": checksum(table)}
+        seal["record_checksum"] = record_checksum(seal)
+        table = table.replace_schema_metadata({META_KEY: json.dumps(seal).encode()})
         return self._atomic_write(table, self.failures, run_id)
 
     def clear_failure(self, run_id: str) -> None:
@@ -392,6 +579,9 @@ class Store:
         its footer is not a run record naming ``run_id``, or its data or its record miss their
         checksums (:func:`seal_problem`)."""
         path = self.path(run_id)
+        why = not_plain(path)  # FileNotFoundError when it is gone; a FIFO is never opened
+        if why is not None:
+            raise DamagedRun(path, why)
         try:
             table = pq.read_table(path)
         except FileNotFoundError:
@@ -402,7 +592,12 @@ class Store:
         if meta is None:
             assert reason is not None  # run_record gives a reason with no record
             raise DamagedRun(path, reason)
-        why = seal_problem(meta, table)
+        why = (
+            columns_problem(table.schema, OBS_TYPES, "a run file")
+            or unsealed(meta)
+            or seal_problem(meta, table)
+            or id_problem(meta, run_id)
+        )
         if why is not None:
             raise DamagedRun(path, why)
         return table, meta

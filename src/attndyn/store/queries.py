@@ -10,9 +10,12 @@ itself never writes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
+import threading
 import uuid
 from pathlib import Path
 
@@ -27,6 +30,7 @@ from attndyn.core.suggest import did_you_mean
 from attndyn.errors import AttndynError, InputError, StoreError
 
 FORMATS = ("csv", "parquet")
+CHUNK_VECTORS = 100  # a result is fetched in chunks of 100 × 2,048 rows
 OBSERVABLE_COLUMNS = ("seed", "time", "samples", "step", "name", "value")
 
 
@@ -101,12 +105,119 @@ def blamed(exc: DataReadError) -> AttndynError:
     return InputError(f"invalid value for '{exc.field}': {detail}")
 
 
+def _limit_error(field: str | None, text: str) -> AttndynError:
+    """A query stopped at a limit: bad input naming ``field`` (the user's SQL or condition),
+    else a StoreError (exit 1) for a query attndyn built."""
+    if field is None:
+        return StoreError(f"the query {text}")
+    return InputError(f"invalid value for '{field}': the query {text}")
+
+
+def memory_error(con: duckdb.DuckDBPyConnection, field: str | None) -> AttndynError:
+    from attndyn.store.views import limits_of, size_text
+
+    limit = size_text(limits_of(con).memory)
+    return _limit_error(
+        field,
+        f"needs more than its memory limit of {limit} (narrow it, or raise the limit: --memory "
+        "SIZE or $ATTNDYN_QUERY_MEMORY, e.g. 8GB)",
+    )
+
+
+@contextlib.contextmanager
+def stoppable(con: duckdb.DuckDBPyConnection, field: str | None = None):
+    """Run queries on ``con`` that Ctrl-C and the time limit stop (:func:`limits_of`).
+
+    A timer thread interrupts the query at the time limit (``con.interrupt()``); Ctrl-C does
+    the same at once. DuckDB holds the main thread while a query runs, so Python's own SIGINT
+    handler would run only when it returns: the signal also wakes a watcher thread (through
+    :func:`signal.set_wakeup_fd`, written by the C-level handler), which interrupts the query.
+    Ctrl-C then raises KeyboardInterrupt (the CLI's one line, exit 130); the time limit an
+    InputError naming ``field`` (StoreError without one); DuckDB's memory limit likewise."""
+    from attndyn.store.views import limits_of
+
+    limit = limits_of(con).time_s
+    why: list[str] = []
+
+    def stop(reason: str) -> None:
+        why.append(reason)
+        con.interrupt()
+
+    timer = threading.Timer(limit, stop, ("time",)) if limit else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    watcher = _watch_sigint(lambda: stop("ctrl-c"))
+    try:
+        yield
+    except duckdb.OutOfMemoryException:
+        if not why:
+            raise memory_error(con, field) from None
+    except Exception:
+        if not why:
+            raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        watcher()
+    if "ctrl-c" in why:
+        raise KeyboardInterrupt
+    if why:
+        raise _limit_error(
+            field,
+            f"ran past its time limit of {limit:g} s and was stopped (raise the limit: "
+            "--timeout SECONDS or $ATTNDYN_QUERY_TIMEOUT; 0: none)",
+        )
+
+
+def _watch_sigint(stop):
+    """Call ``stop`` on SIGINT while a query runs (main thread only; elsewhere nothing is
+    installed: Ctrl-C reaches the main thread). Returns the function that restores the
+    previous handler and wakeup file."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    old_handler = signal.signal(signal.SIGINT, lambda *_: stop())
+    try:
+        old_fd = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:  # pragma: no cover - not the main interpreter
+        signal.signal(signal.SIGINT, old_handler)
+        os.close(read)
+        os.close(write)
+        return lambda: None
+
+    def watch() -> None:
+        while True:
+            try:
+                data = os.read(read, 64)
+            except OSError:
+                return
+            if not data:  # the write end closed: the query is over
+                return
+            if signal.SIGINT in data:
+                stop()
+
+    thread = threading.Thread(target=watch, name="attndyn-query-sigint", daemon=True)
+    thread.start()
+
+    def restore() -> None:
+        signal.set_wakeup_fd(old_fd)
+        signal.signal(signal.SIGINT, old_handler)
+        os.close(write)
+        thread.join(timeout=1)
+        os.close(read)
+
+    return restore
+
+
 def planned(con: duckdb.DuckDBPyConnection, sql: str, params=None, field: str = "where") -> None:
     """InputError when ``sql`` does not bind (EXPLAIN plans it without reading data)."""
     try:
-        for st in con.extract_statements(sql):
-            if st.type.name == "SELECT":
-                con.execute(f"EXPLAIN {st.query}", params or [])
+        with stoppable(con, field):
+            for st in con.extract_statements(sql):
+                if st.type.name == "SELECT":
+                    con.execute(f"EXPLAIN {st.query}", params or [])
     except duckdb.Error as exc:
         first = str(exc).splitlines()[0]
         if field == "sql":
@@ -117,42 +228,62 @@ def planned(con: duckdb.DuckDBPyConnection, sql: str, params=None, field: str = 
 def executed(
     con: duckdb.DuckDBPyConnection, sql: str, params=None, field: str | None = None
 ) -> pd.DataFrame:
-    """The result of ``sql`` (already :func:`planned`); DataReadError when reading fails."""
+    """The result of ``sql`` (already :func:`planned`); DataReadError when reading fails.
+    Ctrl-C and the time and memory limits stop it (:func:`stoppable`); a result larger than
+    the memory limit is refused while it is fetched, in chunks (10⁸ rows held 1.8 GB)."""
+    from attndyn.store.views import limits_of
+
+    budget = limits_of(con).memory
     try:
-        return con.execute(sql, params or []).df()
+        with stoppable(con, field):
+            result = con.execute(sql, params or [])
+            parts, held = [], 0
+            while True:
+                part = result.fetch_df_chunk(CHUNK_VECTORS)
+                if parts and part.empty:
+                    break
+                parts.append(part)
+                held += int(part.memory_usage(index=False, deep=True).sum())
+                if held > budget:
+                    raise memory_error(con, field)
+                if part.empty:
+                    break
+    except (duckdb.InterruptException, duckdb.OutOfMemoryException):  # pragma: no cover
+        raise  # stoppable turns them into KeyboardInterrupt or a limit error
     except duckdb.Error as exc:
         err = DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}")
         err.field = field
         raise err from None
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
 
 
-def answer(root, ask):
-    """``ask(con)`` on a connection to ``root``; when it fails reading stored data
+def answer(root, ask, limits=None):
+    """``ask(con)`` on a connection to ``root`` (within ``limits``, default
+    :meth:`attndyn.store.views.Limits.resolve`); when it fails reading stored data
     (DataReadError), the catalogued run files are checked (:meth:`Store.problem`), each damaged
     one is named in one warning line and left out, and ``ask`` runs once more. Nothing is
     moved (``simulate`` and ``sweep`` quarantine)."""
-    from attndyn.store.views import connect
+    from attndyn.store.views import connect, limits_of
 
-    con = connect(root)
+    con = connect(root, limits=limits)
     try:
         return ask(con)
     except DataReadError as exc:
         bad = damaged_runs(con, root)
         if not bad:
             raise blamed(exc) from None
-    return ask(reconnect(root, bad))
+    return ask(reconnect(root, bad, limits_of(con)))
 
 
-def reconnect(root, bad: set[str]) -> duckdb.DuckDBPyConnection:
+def reconnect(root, bad: set[str], limits=None) -> duckdb.DuckDBPyConnection:
     """A connection to ``root`` without the run files ``bad``; the warnings of the first
     connection are not printed twice."""
-    import contextlib
     import io
 
     from attndyn.store.views import connect
 
     with contextlib.redirect_stderr(io.StringIO()):
-        return connect(root, exclude=bad)
+        return connect(root, exclude=bad, limits=limits)
 
 
 def damaged_runs(con: duckdb.DuckDBPyConnection, root) -> set[str]:
@@ -167,6 +298,26 @@ def _invalid_where(exc: duckdb.Error) -> InputError:
     return InputError(f"invalid value for 'where': {str(exc).splitlines()[0]}")
 
 
+def utf8(value, field: str) -> str:
+    """``value`` when it is text DuckDB can take (a str that encodes as UTF-8), else InputError
+    naming ``field``: a shell's ``$'\\xff'`` reaches Python as a lone surrogate."""
+    if not isinstance(value, str):
+        raise InputError(f"invalid value for '{field}': must be text (got {type(value).__name__})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        char = value[exc.start]
+        what = (  # a byte the shell passed through (surrogateescape), or a lone surrogate
+            f"byte {ord(char) - 0xDC00:02x}"
+            if 0xDC80 <= ord(char) <= 0xDCFF
+            else f"lone surrogate U+{ord(char):04X}"
+        )
+        raise InputError(
+            f"invalid value for '{field}': not UTF-8 text ({what} at character {exc.start})"
+        ) from None
+    return value
+
+
 READ_STATEMENTS = ("SELECT", "EXPLAIN")
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:ANALYZE\s+|ANALYSE\s+)?(?:\([^()]*\)\s*)?", re.I)
 
@@ -176,6 +327,7 @@ def read_only(con: duckdb.DuckDBPyConnection, sql: str, field: str = "sql") -> N
     EXPLAIN [ANALYZE] of one: no COPY, ATTACH, CREATE, SET, … and none of them under EXPLAIN
     (EXPLAIN ANALYZE executes its statement)."""
     allowed = "SELECT or EXPLAIN of a SELECT"
+    utf8(sql, field)
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
@@ -206,6 +358,7 @@ def check_where(con: duckdb.DuckDBPyConnection, where: str) -> None:
     """InputError unless ``where`` is one boolean expression: no ';', no comment, parentheses
     that never close more than they open, and one SELECT statement once wrapped."""
     depth = 0
+    utf8(where, "where")
     try:
         tokens = duckdb.tokenize(where)
     except duckdb.Error as exc:
@@ -299,31 +452,45 @@ def export(
     sql += " ORDER BY run_id, name, seed, time"
     if output.is_dir():
         raise InputError(f"invalid value for 'output': {output} is a folder; give a file name")
-    tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
     planned(con, sql, params)  # bad SQL: nothing is written
+    field = "where" if where else None
+    with stoppable(con, field):  # Ctrl-C and the limits; an interrupted export writes nothing
+        return _write(con, sql, params, output, format_, field)
+
+
+def _write(con, sql: str, params, output: Path, format_: str, field: str | None) -> int:
+    """Stream the rows of ``sql`` into ``output`` (a temporary file, then rename)."""
+    tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         reader = con.sql(sql, params=params).to_arrow_reader()
+    except (duckdb.InterruptException, duckdb.OutOfMemoryException):
+        raise
     except duckdb.Error as exc:
         err = DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}")
-        err.field = "where" if where else None
+        err.field = field
         raise err from None
     written = 0
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        if format_ == "parquet":
-            writer = pq.ParquetWriter(tmp, reader.schema, compression="zstd")
-        else:
-            writer = pacsv.CSVWriter(tmp, reader.schema)
-        with writer:
-            for batch in reader:
-                writer.write_batch(batch)
-                written += batch.num_rows
+        with open(tmp, "wb") as fh:  # Python opens any file name (pyarrow: UTF-8 names only)
+            if format_ == "parquet":
+                writer = pq.ParquetWriter(fh, reader.schema, compression="zstd")
+            else:
+                writer = pacsv.CSVWriter(fh, reader.schema)
+            with writer:
+                for batch in reader:
+                    writer.write_batch(batch)
+                    written += batch.num_rows
         os.replace(tmp, output)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, duckdb.InterruptException | duckdb.OutOfMemoryException):
+            raise  # stoppable turns them into KeyboardInterrupt or a limit error
         if isinstance(exc, duckdb.Error | pa.ArrowException):  # reading the stored data
+            if "interrupt" in str(exc).lower():  # DuckDB's error surfaced through Arrow
+                raise duckdb.InterruptException(str(exc)) from None
             err = DataReadError(f"cannot read the results: {str(exc).splitlines()[0]}")
-            err.field = "where" if where else None
+            err.field = field
             raise err from None
         if isinstance(exc, OSError):
             raise StoreError(f"cannot write {output}: {exc.strerror or exc}") from None

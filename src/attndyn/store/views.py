@@ -31,7 +31,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
+import uuid
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -40,10 +45,18 @@ import pyarrow.parquet as pq
 
 from attndyn.core.config import flatten
 from attndyn.core.suggest import did_you_mean
-from attndyn.errors import InputError
+from attndyn.errors import InputError, StoreError
 from attndyn.store import catalog as catalog_mod
 from attndyn.store import check
-from attndyn.store.files import META_KEY, results_dir
+from attndyn.store.files import (  # the columns of the stored files: the file format
+    CLAIM_COLUMNS,
+    FAILURE_COLUMNS,
+    META_KEY,
+    OBS_TYPES,
+    RESULT_FOLDERS,
+    folder_problem,
+    results_dir,
+)
 
 RUN_COLUMNS = {
     "run_id": "VARCHAR",
@@ -60,42 +73,6 @@ RUN_COLUMNS = {
     "config": "JSON",
     "file": "VARCHAR",
 }
-OBS_TYPES = {
-    "run_id": "VARCHAR",
-    "seed": "BIGINT",
-    "time": "DOUBLE",
-    "samples": "BIGINT",
-    "step": "BIGINT",
-    "name": "VARCHAR",
-    "value": "DOUBLE",
-}
-CLAIM_COLUMNS = {
-    "experiment": "VARCHAR",
-    "preset": "VARCHAR",
-    "key": "VARCHAR",
-    "claim": "VARCHAR",
-    "statement": "VARCHAR",
-    "value": "DOUBLE",
-    "ci_low": "DOUBLE",
-    "ci_high": "DOUBLE",
-    "n_seeds": "BIGINT",
-    "target": "VARCHAR",
-    "passed": "BOOLEAN",
-    "created": "VARCHAR",
-    "version": "VARCHAR",
-}
-FAILURE_COLUMNS = {
-    "run_id": "VARCHAR",
-    "kind": "VARCHAR",
-    "name": "VARCHAR",
-    "sweep": "VARCHAR",
-    "error": "VARCHAR",
-    "traceback": "VARCHAR",
-    "config": "VARCHAR",
-    "host": "VARCHAR",
-    "created": "VARCHAR",
-    "version": "VARCHAR",
-}
 EXPERIMENT_COLUMNS = {
     "key": "VARCHAR",
     "experiment": "VARCHAR",
@@ -111,6 +88,83 @@ EXPERIMENT_COLUMNS = {
     "config": "JSON",
     "file": "VARCHAR",
 }
+
+
+TIMEOUT_S = 600.0  # default time limit of a query (seconds)
+MEMORY_SHARE = 0.25  # default memory limit of a query: this share of the machine's memory
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+MIN_MEMORY = 16 * 10**6
+
+
+def machine_memory() -> int:
+    """Physical memory of this machine in bytes (8 GB when it cannot be read)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 * 10**9
+
+
+def size_text(n: float) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one query may take: ``time_s`` seconds of wall time (None: no limit; a timer
+    interrupts it) and ``memory`` bytes (DuckDB's ``memory_limit``; its spill files may take
+    four times as much disk; a result held in Python at most as much)."""
+
+    time_s: float | None
+    memory: int
+
+    @classmethod
+    def resolve(cls, timeout=None, memory=None) -> Limits:
+        """The limits given, else ``$ATTNDYN_QUERY_TIMEOUT`` / ``$ATTNDYN_QUERY_MEMORY``, else the
+        defaults (600 s; a quarter of this machine's memory). InputError naming the option (or
+        the variable) for a value that is not a number of seconds >= 0 (0: no limit) or a size
+        such as ``2GB``, ``512MB`` or ``25%``."""
+        t_field, m_field = "timeout", "memory"
+        if timeout is None and os.environ.get("ATTNDYN_QUERY_TIMEOUT"):
+            timeout, t_field = os.environ["ATTNDYN_QUERY_TIMEOUT"], "ATTNDYN_QUERY_TIMEOUT"
+        if memory is None and os.environ.get("ATTNDYN_QUERY_MEMORY"):
+            memory, m_field = os.environ["ATTNDYN_QUERY_MEMORY"], "ATTNDYN_QUERY_MEMORY"
+        try:
+            seconds = TIMEOUT_S if timeout is None else float(timeout)
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if not seconds >= 0 or seconds == float("inf"):
+            raise InputError(
+                f"invalid value for '{t_field}': must be a number of seconds >= 0 "
+                f"(0: no limit; got {timeout!r})"
+            )
+        return cls(time_s=seconds or None, memory=_memory(memory, m_field))
+
+
+def _memory(value, field: str) -> int:
+    total = machine_memory()
+    if value is None:
+        return max(MIN_MEMORY, int(total * MEMORY_SHARE))
+    text = str(value).strip().lower().replace(" ", "")
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(%|[kmgt]i?b|b)?", text)
+    n = None
+    if match:
+        number, unit = float(match.group(1)), match.group(2) or ""
+        n = int(total * number / 100) if unit == "%" else int(number * _UNITS[unit])
+    if n is None or n < MIN_MEMORY or n > total:
+        raise InputError(
+            f"invalid value for '{field}': must be a size from 16MB to this machine's "
+            f"{size_text(total)}, e.g. 2GB, 512MB or 25% (got {value!r})"
+        )
+    return n
+
+
+_LIMITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def limits_of(con: duckdb.DuckDBPyConnection) -> Limits:
+    """The limits ``con`` was opened with (:func:`connect`), else the defaults."""
+    return _LIMITS.get(con) or Limits.resolve()
 
 
 def _quote(name: str) -> str:
@@ -149,10 +203,12 @@ def _glob_view(
     """``view`` over the sound ``files`` (an empty typed view when there are none)."""
     if files:
         paths = "[" + ", ".join(_lit(str(p)) for p in files) + "]"
-        cols = ", ".join(_quote(c) for c in columns)
-        con.execute(
-            f"CREATE VIEW {view} AS SELECT {cols} FROM read_parquet({paths}, union_by_name = true)"
+        source = f"read_parquet({paths}, union_by_name = true)"
+        present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+        cols = ", ".join(  # an optional column no file has (a claim's interval) reads NULL
+            _quote(c) if c in present else f"NULL::{t} AS {_quote(c)}" for c, t in columns.items()
         )
+        con.execute(f"CREATE VIEW {view} AS SELECT {cols} FROM {source}")
     else:
         _empty(con, view, columns)
 
@@ -344,7 +400,10 @@ def _runs_view(
 
 
 def connect(
-    root: str | Path | None = None, save_catalog: bool = True, exclude=frozenset()
+    root: str | Path | None = None,
+    save_catalog: bool = True,
+    exclude=frozenset(),
+    limits: Limits | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with the views ``runs``, ``observables``, ``claims``,
     ``experiments``, ``experiment_runs``, ``failures``, ``config_views`` and one typed view per
@@ -353,7 +412,10 @@ def connect(
     one warning line each (:mod:`attndyn.store.check`), as damaged runs are by the catalog.
 
     Opening updates the run catalog (``catalog.parquet``) unless ``save_catalog`` is false;
-    the run files named in ``exclude`` are left out."""
+    the run files named in ``exclude`` are left out. ``limits`` (default
+    :meth:`Limits.resolve`) bound each query's memory (and, through
+    :func:`attndyn.store.queries.stoppable`, its time)."""
+    limits = limits or Limits.resolve()
     root = results_dir(root)
     if not root.is_dir():
         near = [p.name for p in root.parent.glob("*") if p.is_dir()] if root.parent.is_dir() else []
@@ -361,8 +423,11 @@ def connect(
             f"no results folder {root}{did_you_mean(root.name, near)} (give --out, set "
             "ATTNDYN_RESULTS, or store runs first)"
         )
-    con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
+    for name in RESULT_FOLDERS:
+        why = folder_problem(root / name)
+        if why is not None:
+            raise StoreError(f"cannot read the results: {root / name} is {why}")
+    con = _configured(limits)
     experiments = _readable(root / "experiments", check.experiment_problem)
     _glob_view(con, "claims", experiments, CLAIM_COLUMNS)
     _glob_view(
@@ -386,11 +451,28 @@ def connect(
     return con
 
 
+def _configured(limits: Limits) -> duckdb.DuckDBPyConnection:
+    """A new in-memory connection within ``limits``, spilling into a private temporary folder
+    (DuckDB lets a query read its temporary folder, by default ``./.tmp``) of an unguessable
+    name, removed with the connection."""
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
+    # created by DuckDB only when a query spills, and removed when the connection closes
+    spill = os.path.join(tempfile.gettempdir(), f"attndyn-duckdb-{uuid.uuid4().hex}")
+    weakref.finalize(con, shutil.rmtree, spill, ignore_errors=True)
+    con.execute(f"SET temp_directory = {_lit(spill)}")
+    con.execute(f"SET memory_limit = '{limits.memory}B'")
+    con.execute(f"SET max_temp_directory_size = '{4 * limits.memory}B'")
+    _LIMITS[con] = limits
+    return con
+
+
 def lock(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    """Confine ``con`` to reading ``root``: file access outside it is off and the configuration is
-    locked, so no query can read other files, load extensions or turn access back on. Writing
-    inside ``root`` is prevented by admitting only read statements
-    (:func:`attndyn.store.queries.read_only`)."""
+    """Confine ``con`` to reading ``root``: file access outside it is off (DuckDB's temporary
+    folder, which it also lets queries read, is a private one, :func:`_configured`) and the
+    configuration is locked, so no query can read other files, load extensions, raise its
+    limits or turn access back on. Writing inside ``root`` is prevented by admitting only read
+    statements (:func:`attndyn.store.queries.read_only`)."""
     con.execute(f"SET allowed_directories = [{_lit(str(Path(root).resolve()) + os.sep)}]")
     con.execute("SET enable_external_access = false")
     con.execute("SET autoinstall_known_extensions = false")

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from attndyn.errors import InputError
 from attndyn.runs.estimate import RunEstimate, try_calibrate
 from attndyn.sweep.run import SweepPlan, plan_sweep
 from attndyn.sweep.spec import RunItem, SweepSpec, load_spec
@@ -101,6 +102,8 @@ def estimate_sweep(
     Reads the store, writes no results. ``below``: a time limit in seconds; the calibration
     stops early once the sweep is surely under it. ``writing``: the sweep will run, so a
     results folder it cannot write raises NotWritable (exit 2) before the calibration."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InputError(f"invalid value for 'workers': must be >= 1 (got {workers})")
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
     n_points = spec.size

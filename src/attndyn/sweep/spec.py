@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attndyn.core.config import MAX_NESTING, TOO_DEEP, nesting
 from attndyn.errors import InputError
 
 TOP_KEYS = (
@@ -298,6 +299,9 @@ def parse_spec(data: dict[str, Any], label: str = "sweep") -> SweepSpec:
     grid = data.get("grid")
     if not isinstance(grid, dict) or not grid:
         raise _fail(label, "[grid] is empty: give at least one config key with a list of values")
+    for key, value in [*base.items(), *grid.items()]:
+        if nesting(value) > MAX_NESTING + (key in grid):  # a grid value is a list of values
+            raise _fail(label, f"invalid value for '{key}': {TOO_DEEP}")
     for key, values in grid.items():
         if not isinstance(values, list):
             raise _fail(label, f"grid '{key}' must be a list of values (got {values!r})")
@@ -356,6 +360,8 @@ def load_spec(path: str | os.PathLike) -> SweepSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{label}: not valid TOML: {' '.join(str(exc).split())}") from None
+    except RecursionError:  # the TOML parser recurses once per level of nesting
+        raise InputError(f"{label}: not a sweep spec: {TOO_DEEP}") from None
     spec = parse_spec(data, label=label)
     spec.sweep = path.stem
     return spec

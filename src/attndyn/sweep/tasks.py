@@ -234,7 +234,7 @@ def _run_group(task: Task, group: Group, missing: list[RunItem], store) -> None:
         run_experiment(task.name, item.preset or "small", overrides, out=store.root)
         store.clear_failure(item.run_id)
         return
-    from attndyn.core.config import canonical
+    from attndyn.core.config import canonical, identity, input_hashes
     from attndyn.models import get_family
     from attndyn.runs import family_config
 
@@ -258,5 +258,6 @@ def _run_group(task: Task, group: Group, missing: list[RunItem], store) -> None:
         part.attrs = dict(traj.attrs)
         part.attrs["config"] = json.dumps(canonical(config), sort_keys=True)
         part.attrs["run_id"] = r.run_id
-        store.write(part, r.run_id, wall_s=wall, extra=extra)
+        basis = (task.name, identity(config), input_hashes(config))  # what the id hashes
+        store.write(part, r.run_id, wall_s=wall, extra=extra, basis=basis)
         store.clear_failure(r.run_id)

@@ -31,6 +31,8 @@ def query(
     out: opt.Out = None,
     as_json: Annotated[bool, opt.json_flag("JSON list, one object per row")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV")] = False,
+    timeout: opt.Timeout = None,
+    memory: opt.Memory = None,
 ) -> None:
     """Run SQL over the DuckDB views of a results folder and print the result."""
     import duckdb
@@ -40,7 +42,7 @@ def query(
 
     if as_json and as_csv:
         raise InputError("choose one of --json and --csv")
-    res = results(out)
+    res = results(out, timeout=timeout, memory=memory)
     try:
         frame = res.query(sql)
     except duckdb.Error as exc:  # not reached for damaged files: Results.query skips them
@@ -78,19 +80,23 @@ def runs(
             "nothing (docs/store.md)",
         ),
     ] = False,
+    timeout: opt.Timeout = None,
+    memory: opt.Memory = None,
 ) -> None:
     """List stored runs (the runs view, or with --family that family's view); the table shows
     the config fields that vary. --check lists the problems of the results folder instead."""
     from attndyn.cli.ui.tables import print_fitted
     from attndyn.store import queries
+    from attndyn.store.views import Limits
 
     if as_json and as_csv:
         raise InputError("choose one of --json and --csv")
+    limits = Limits.resolve(timeout, memory)
     if check:
         from attndyn.store.check import report
 
         raise typer.Exit(report(out, as_json))
-    frame = queries.answer(out, lambda con: queries.runs(con, family, experiment, where))
+    frame = queries.answer(out, lambda con: queries.runs(con, family, experiment, where), limits)
     if as_json and "config" in frame.columns:
         frame["config"] = frame["config"].map(json.loads)
     if print_frame(frame, as_json, as_csv):
@@ -122,14 +128,20 @@ def export(
         typer.Option(help="SQL condition on the joined columns, e.g. \"name = 'loss'\""),
     ] = None,
     out: opt.Out = None,
+    timeout: opt.Timeout = None,
+    memory: opt.Memory = None,
 ) -> None:
     """Write runs × observables (one row per recorded value, with its run's columns; with
     --family, its config fields as typed columns)."""
     from attndyn.store import queries
+    from attndyn.store.files import outside_results, results_dir
+    from attndyn.store.views import Limits
 
     output = Path(output or f"attndyn-export.{format_}")
+    outside_results(results_dir(out), output)  # never over a stored run: exit 2, nothing read
+    limits = Limits.resolve(timeout, memory)
     n = queries.answer(
-        out, lambda con: queries.export(con, output, format_, family, experiment, where)
+        out, lambda con: queries.export(con, output, format_, family, experiment, where), limits
     )
     print(f"wrote {n} rows to {output}")
 

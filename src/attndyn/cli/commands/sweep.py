@@ -43,7 +43,9 @@ def sweep(
 
     if dry_run:
         check_max_hours(max_hours)
-        est, plan = estimate_sweep(spec, out, workers=workers or default_workers())
+        est, plan = estimate_sweep(
+            spec, out, workers=default_workers() if workers is None else workers
+        )
         if as_json:
             print_json(est.as_json())
             return

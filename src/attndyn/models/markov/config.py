@@ -8,6 +8,7 @@ the readings we chose where the paper is silent are in docs/markov.md.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -170,6 +171,22 @@ class MarkovConfig(SimulationConfig):
         if self.pi is None and self.pi_kind == "two-group":
             two_group_pi(self.d, self.pi1, self.delta, self.pattern)  # raises on a bad π
         return self
+
+    def input_hashes(self) -> dict[str, str]:
+        """The content hash of a local corpus file (``data='text'``): part of the run id
+        (:func:`attndyn.core.config.run_id`), so an edited corpus is a new run. Data sets
+        (``hf:``) and generated corpora (``gen:``) are named by ``corpus`` alone."""
+        from attndyn.core.config import file_digest
+        from attndyn.models.markov.text import GENERATED_PREFIX
+
+        if self.data != "text" or not self.corpus:
+            return {}
+        if self.corpus.startswith(("hf:", GENERATED_PREFIX)):
+            return {}
+        path = Path(self.corpus).expanduser()
+        if not path.is_file():  # loading it says so, naming the field
+            return {}
+        return {"corpus": file_digest(path)}
 
     @property
     def key_width(self) -> int:

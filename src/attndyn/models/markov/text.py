@@ -311,18 +311,20 @@ TOKENIZERS = {"word": word_corpus, "bpe": bpe_corpus}
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(source: str, stamp: float, vocab: int, tokenizer: str, max_tokens: int) -> Corpus:
+def _cached(source: str, stamp: str, vocab: int, tokenizer: str, max_tokens: int) -> Corpus:
     return TOKENIZERS[tokenizer](source_text(source, max_tokens), vocab, max_tokens)
 
 
 def load_corpus(config) -> Corpus:
     """The tokenised corpus of a config (``corpus``, ``vocab``, ``tokenizer``, ``max_tokens``);
     with ``shuffle_tokens`` the stream is permuted once (fixed seed 0), which keeps π̂ and
-    destroys every order statistic (a negative control). Cached per file modification time."""
+    destroys every order statistic (a negative control). Cached per file content (its hash)."""
+    from attndyn.core.config import file_digest
+
     source = config.corpus
     path = Path(source).expanduser()
     local = not source.startswith(("hf:", GENERATED_PREFIX))
-    stamp = path.stat().st_mtime if local and path.is_file() else 0.0
+    stamp = file_digest(path) if local and path.is_file() else ""  # its content, as the run id
     corpus = _cached(source, stamp, config.vocab, config.tokenizer, config.max_tokens)
     if getattr(config, "shuffle_tokens", False):
         perm = np.random.default_rng(0).permutation(corpus.tokens.size)
