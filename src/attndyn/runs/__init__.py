@@ -2,9 +2,10 @@
 
 The one path by which the API, experiments, sweeps, the demo and the CLI obtain a run. A run's id
 is a hash of its kind (a family name, ``<family>:theory`` or an experiment's own model name), its
-identity (its config without ID_NEUTRAL fields at their neutral values) and the schema version, and of the content of the files the config reads (a
-Markov text corpus, :func:`attndyn.core.config.input_hashes`; then stored in the record as
-``inputs``) (:func:`attndyn.core.config.run_id`).
+config's identity (:func:`attndyn.core.config.identity`) and the schema version, and of the
+content of the files the config reads (a Markov text corpus,
+:func:`attndyn.core.config.input_hashes`; then stored in the record as ``inputs``)
+(:func:`attndyn.core.config.run_id`).
 """
 
 from __future__ import annotations
