@@ -3,9 +3,10 @@ matrices, the finite-d population loss E_x L(G(x)) by Monte Carlo over fresh tok
 Gaussian potential Φ of the same matrices' order parameters with its Edgeworth term.
 
 Monte Carlo with control variates. The forms' first three joint moments are known exactly at every
-d: mean 0 (centred tied forms), covariance C_ii'C_jj'Ω + C_ij'C_ji'Ψ (Thm 1's covariance holds at
-every d) and third cumulants κ (Wick cycles, :class:`~attndyn.models.aim.theory.population.
-ThirdCumulants`). So every polynomial P of degree ≤ 3 in the forms has a known mean E_x P, and
+d: mean 0 (centred tied forms, P1 Cor. 5, Eq. 80), covariance C_ii'C_jj'Ω + C_ij'C_ji'Ψ (Eqs. 71,
+79: Thm 1's covariance holds at every d) and third cumulants κ (Eq. 75 with m = 3: the Wick
+cycles of :class:`~attndyn.models.aim.theory.population.ThirdCumulants`). So every polynomial P
+of degree ≤ 3 in the forms has a known mean E_x P, and
 
     E_x L = E_x [L − βᵀ(P − E_x P)]       for any β,
 
