@@ -121,13 +121,13 @@ class AIMLandscape(Experiment):
         "still bending the slope there. `residual-slope` is claimed over a factor ≥ 8 in d (four "
         "d): over 32–128 it was −0.76 [−0.96, −0.57] (the seeds' spread of the O(1/d) "
         "coefficient). With Φ on 2^14 nodes the Edgeworth term's quadrature error was 3·10⁻³ at "
-        "d = 128 (ratio 1.28; the claim's check now bounds it). 120 s wall beside the small "
-        "preset and other jobs (load 6–7; 29 s CPU); each control 26–34 s (the Monte Carlo runs "
-        "are reused, the theory is recomputed).",
+        "d = 128 (ratio 1.28; the claim's check now bounds it). 55, 59 and 79 s wall at seed "
+        "offsets 0, 1000, 2000 beside other jobs (load 5–7; 35–41 s CPU), each control 11–13 s "
+        "(the Monte Carlo runs are reused, the theory is recomputed).",
         "small": "all three architectures, d = 32, 64, 128, 256, 8 seeds, 2^16 token draws each "
         "(MC standard error of the seed mean 2–6 % of |Δ̄| at d = 256), Φ on 2^16 mirrored "
-        "nodes (quadrature error ≤ 2.3·10⁻⁴, 5 % of the two-layer gap at d = 256). About 4.5 "
-        "min wall under load.",
+        "nodes (quadrature error ≤ 2.3·10⁻⁴, 5 % of the two-layer gap at d = 256). 263, 304 "
+        "and 395 s wall at seed offsets 0, 1000, 2000 beside other jobs.",
         "paper": "d up to 512, 16 seeds, 2^18 token draws each, Φ on 2^18 mirrored nodes (not "
         "run on two cores).",
     }

@@ -96,8 +96,10 @@ def theory_values(
     the theory; the controls set ψ_f = 0 (the C_ij'C_ji'Ψ covariance dropped) or a wrong
     Edgeworth factor."""
     psi = psi_factor * np.asarray(psi)
-    phi = potential.value(m, omega, psi)
-    phi3 = potential.value_edgeworth(m, omega, psi, edgeworth * np.asarray(kappa))
+    kappa = np.asarray(kappa)
+    # Φ is the same compiled quadrature with κ = 0 (the Hermite weight is then 1): one compile
+    phi = potential.value_edgeworth(m, omega, psi, np.zeros_like(kappa))
+    phi3 = potential.value_edgeworth(m, omega, psi, edgeworth * kappa)
     return phi, phi3
 
 
