@@ -133,6 +133,12 @@ PINNED: dict[str, list[str]] = {
     ],
     "aim-untied-escape": ["h1-escape-d-scale", "h2-slower-than-h1"],
     "aim-direct-escape": ["h1-escape-d-scale", "h2-escape-outgrows-h1"],
+    "aim-landscape": [
+        "gap-slope-h1",
+        "gap-slope-two-layer",
+        "even-gap-order-h1",
+        "edgeworth-two-layer",
+    ],
     "circuits-lr-ratio": ["caco-ratio-monotone", "caco-schedule-sharpens"],
     "circuits-parameterization": [
         "fafo-diffuse",
