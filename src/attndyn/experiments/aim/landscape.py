@@ -52,7 +52,12 @@ class Config(ExperimentConfig):
     )
     d: list[int] = Field([32, 64, 128], min_length=3, description="dimensions (increasing)")
     seeds: int = Field(8, ge=2)
-    samples: int = Field(1 << 14, ge=1024, description="token draws per seed and d")
+    samples: int = Field(1 << 14, ge=1024, description="token draws per seed (at the largest d)")
+    scale_samples: bool = Field(
+        False,
+        description="draws at d: samples·d/max(d) (the gap falls like 1/d or slower, so its "
+        "relative MC error is largest at max d)",
+    )
     chunk: int = Field(4096, ge=256, description="token draws per compiled batch")
     log2_qmc: int = Field(
         16, ge=8, le=20, description="Φ's node budget 2^m (mirrored: twice as many nodes)"
@@ -91,6 +96,14 @@ def _odd(config: Config) -> list[str]:
     return [a for a in config.archs if not even_loss(a, config.base.L)]
 
 
+def draws(config: Config, d: int) -> int:
+    """Token draws per seed at ``d``: ``samples``, or with ``scale_samples`` samples·d/max(d)
+    (at least two chunks)."""
+    if not config.scale_samples:
+        return config.samples
+    return max(2 * config.chunk, config.samples * d // config.d[-1])
+
+
 def slope(d, values) -> float:
     """Least-squares slope of log|values| on log d."""
     return float(np.polyfit(np.log(np.asarray(d, float)), np.log(np.abs(values)), 1)[0])
@@ -108,7 +121,7 @@ class AIMLandscape(Experiment):
     )
     Config = Config
     presets = {
-        "tiny": {"archs": ["h1", "two-layer"], "samples": 1 << 15},
+        "tiny": {"archs": ["h1", "two-layer"], "samples": 1 << 15, "scale_samples": True},
         "small": {"d": [32, 64, 128, 256], "samples": 1 << 16},
         "paper": {"d": [32, 64, 128, 256, 512], "seeds": 16, "samples": 1 << 18, "log2_qmc": 18},
     }
@@ -213,7 +226,6 @@ class AIMLandscape(Experiment):
 
         out: dict[str, Any] = {}
         seeds = list(range(config.seed, config.seed + config.seeds))
-        mc_key = f"{NAME}:mc:v1:n{config.samples}:c{config.chunk}"
         th_key = (
             f"{NAME}:theory:v1:q{config.log2_qmc}:psi{config.psi_factor:g}"
             f":e{config.edgeworth_factor:g}"
@@ -224,10 +236,11 @@ class AIMLandscape(Experiment):
                     update={"seed": config.seed, "seeds": config.seeds}
                 )
 
-                def mc(cfg=cfg, arch=arch, d=d):
+                n = draws(config, d)
+
+                def mc(cfg=cfg, arch=arch, d=d, n=n):
                     rows = [
-                        seed_point(config.base, arch, d, s, config.samples, None, config.chunk)
-                        for s in seeds
+                        seed_point(config.base, arch, d, s, n, None, config.chunk) for s in seeds
                     ]
                     return make_trajectory(
                         {k: [r[k] for r in rows] for k in rows[0]}, time=np.arange(len(seeds))
@@ -252,7 +265,7 @@ class AIMLandscape(Experiment):
                         {k: [r[k] for r in rows] for k in rows[0]}, time=np.arange(len(seeds))
                     )
 
-                a = ctx.compute(mc_key, cfg, mc)
+                a = ctx.compute(f"{NAME}:mc:v1:n{n}:c{config.chunk}", cfg, mc)
                 b = ctx.compute(th_key, cfg, theory)
                 out[(arch, d)] = {
                     **{k: a[k].values for k in a.data_vars},
