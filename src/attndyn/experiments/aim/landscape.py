@@ -126,17 +126,20 @@ class AIMLandscape(Experiment):
         "paper": {"d": [32, 64, 128, 256, 512], "seeds": 16, "samples": 1 << 18, "log2_qmc": 18},
     }
     preset_notes = {
-        "tiny": "h1 and two-layer (h2, a second even loss, at small), d = 32, 64, 128, 8 seeds, "
-        "2^15 token draws each, Φ on 2^16 mirrored nodes. With 2^14 draws edgeworth-two-layer "
-        "failed at seed offset 2000, 0.757 [0.476, 1.04] (its interval is mostly the Monte "
-        "Carlo error of the odd part): the draws were doubled. d = 16 is left out: with d = 16, "
-        "32, 64 (6 seeds, 2^15 draws) even-gap-order-h2 was −0.87 [−1.03, −0.70], the next orders "
-        "still bending the slope there. `residual-slope` is claimed over a factor ≥ 8 in d (four "
-        "d): over 32–128 it was −0.76 [−0.96, −0.57] (the seeds' spread of the O(1/d) "
-        "coefficient). With Φ on 2^14 nodes the Edgeworth term's quadrature error was 3·10⁻³ at "
-        "d = 128 (ratio 1.28; the claim's check now bounds it). 55, 59 and 79 s wall at seed "
-        "offsets 0, 1000, 2000 beside other jobs (load 5–7; 35–41 s CPU), each control 11–13 s "
-        "(the Monte Carlo runs are reused, the theory is recomputed).",
+        "tiny": (
+            "h1 and two-layer (h2, a second even loss, at small), d = 32, 64, 128, 8 seeds, 2^15 "
+            "token draws at d = 128 (2^14 at 64, 2^13 at 32), Φ on 2^16 mirrored nodes. With 2^14"
+            " draws at every d edgeworth-two-layer failed at seed offset 2000, 0.757 [0.476, "
+            "1.04] (its interval is mostly the Monte Carlo error of the odd part): the draws were"
+            " doubled. d = 16 is left out: with d = 16, 32, 64 (6 seeds, 2^15 draws) even-gap-"
+            "order-h2 was −0.87 [−1.03, −0.70], the next orders still bending the slope there. "
+            "`residual-slope` is claimed over a factor ≥ 8 in d (four d): over 32–128 it was "
+            "−0.76 [−0.96, −0.57] (the seeds' spread of the O(1/d) coefficient). With Φ on 2^14 "
+            "nodes the Edgeworth term's quadrature error was 3·10⁻³ at d = 128 (ratio 1.28; the "
+            "claim's check now bounds it). 47, 66 and 62 s wall at seed offsets 0, 1000, 2000 "
+            "beside other jobs (load 5–7; about 38 s CPU), each control 15–17 s (the Monte Carlo "
+            "runs are reused, the theory is recomputed)."
+        ),
         "small": "all three architectures, d = 32, 64, 128, 256, 8 seeds, 2^16 token draws each "
         "(MC standard error of the seed mean 2–6 % of |Δ̄| at d = 256), Φ on 2^16 mirrored "
         "nodes (quadrature error ≤ 2.3·10⁻⁴, 5 % of the two-layer gap at d = 256). 263, 304 "
