@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from attndyn.core.gaussian import gauss_hermite
-from attndyn.experiments.aim.landscape import slope
+from attndyn.experiments.aim.landscape import Config, draws, slope
 from attndyn.experiments.aim.landscape_measure import (
     ARCHS,
     arch_config,
@@ -132,3 +132,13 @@ def test_slope_of_power_laws():
     d = [32, 64, 128, 256]
     assert slope(d, [3.0 * x**-0.5 for x in d]) == pytest.approx(-0.5)
     assert slope(d, [-2.0 / x for x in d]) == pytest.approx(-1.0)
+
+
+def test_draws_per_d():
+    """``scale_samples`` spends the token draws where the gap is smallest: samples·d/max(d) at d,
+    never fewer than two chunks; without it every d gets ``samples``."""
+    scaled = Config(d=[32, 64, 128], samples=1 << 15, scale_samples=True)
+    assert [draws(scaled, d) for d in scaled.d] == [8192, 16384, 32768]
+    assert draws(Config(d=[8, 64, 128], samples=1 << 14, scale_samples=True), 8) == 2 * 4096
+    plain = Config(d=[32, 64, 128], samples=1 << 15)
+    assert {draws(plain, d) for d in plain.d} == {1 << 15}

@@ -52,7 +52,12 @@ class Config(ExperimentConfig):
     )
     d: list[int] = Field([32, 64, 128], min_length=3, description="dimensions (increasing)")
     seeds: int = Field(8, ge=2)
-    samples: int = Field(1 << 14, ge=1024, description="token draws per seed and d")
+    samples: int = Field(1 << 14, ge=1024, description="token draws per seed (at the largest d)")
+    scale_samples: bool = Field(
+        False,
+        description="draws at d: samples·d/max(d) (the gap falls like 1/d or slower, so its "
+        "relative MC error is largest at max d)",
+    )
     chunk: int = Field(4096, ge=256, description="token draws per compiled batch")
     log2_qmc: int = Field(
         16, ge=8, le=20, description="Φ's node budget 2^m (mirrored: twice as many nodes)"
@@ -91,6 +96,14 @@ def _odd(config: Config) -> list[str]:
     return [a for a in config.archs if not even_loss(a, config.base.L)]
 
 
+def draws(config: Config, d: int) -> int:
+    """Token draws per seed at ``d``: ``samples``, or with ``scale_samples`` samples·d/max(d)
+    (at least two chunks)."""
+    if not config.scale_samples:
+        return config.samples
+    return max(2 * config.chunk, config.samples * d // config.d[-1])
+
+
 def slope(d, values) -> float:
     """Least-squares slope of log|values| on log d."""
     return float(np.polyfit(np.log(np.asarray(d, float)), np.log(np.abs(values)), 1)[0])
@@ -108,22 +121,25 @@ class AIMLandscape(Experiment):
     )
     Config = Config
     presets = {
-        "tiny": {"archs": ["h1", "two-layer"], "samples": 1 << 15},
+        "tiny": {"archs": ["h1", "two-layer"], "samples": 1 << 15, "scale_samples": True},
         "small": {"d": [32, 64, 128, 256], "samples": 1 << 16},
         "paper": {"d": [32, 64, 128, 256, 512], "seeds": 16, "samples": 1 << 18, "log2_qmc": 18},
     }
     preset_notes = {
-        "tiny": "h1 and two-layer (h2, a second even loss, at small), d = 32, 64, 128, 8 seeds, "
-        "2^15 token draws each, Φ on 2^16 mirrored nodes. With 2^14 draws edgeworth-two-layer "
-        "failed at seed offset 2000, 0.757 [0.476, 1.04] (its interval is mostly the Monte "
-        "Carlo error of the odd part): the draws were doubled. d = 16 is left out: with d = 16, "
-        "32, 64 (6 seeds, 2^15 draws) even-gap-order-h2 was −0.87 [−1.03, −0.70], the next orders "
-        "still bending the slope there. `residual-slope` is claimed over a factor ≥ 8 in d (four "
-        "d): over 32–128 it was −0.76 [−0.96, −0.57] (the seeds' spread of the O(1/d) "
-        "coefficient). With Φ on 2^14 nodes the Edgeworth term's quadrature error was 3·10⁻³ at "
-        "d = 128 (ratio 1.28; the claim's check now bounds it). 55, 59 and 79 s wall at seed "
-        "offsets 0, 1000, 2000 beside other jobs (load 5–7; 35–41 s CPU), each control 11–13 s "
-        "(the Monte Carlo runs are reused, the theory is recomputed).",
+        "tiny": (
+            "h1 and two-layer (h2, a second even loss, at small), d = 32, 64, 128, 8 seeds, 2^15 "
+            "token draws at d = 128 (2^14 at 64, 2^13 at 32), Φ on 2^16 mirrored nodes. With 2^14"
+            " draws at every d edgeworth-two-layer failed at seed offset 2000, 0.757 [0.476, "
+            "1.04] (its interval is mostly the Monte Carlo error of the odd part): the draws were"
+            " doubled. d = 16 is left out: with d = 16, 32, 64 (6 seeds, 2^15 draws) even-gap-"
+            "order-h2 was −0.87 [−1.03, −0.70], the next orders still bending the slope there. "
+            "`residual-slope` is claimed over a factor ≥ 8 in d (four d): over 32–128 it was "
+            "−0.76 [−0.96, −0.57] (the seeds' spread of the O(1/d) coefficient). With Φ on 2^14 "
+            "nodes the Edgeworth term's quadrature error was 3·10⁻³ at d = 128 (ratio 1.28; the "
+            "claim's check now bounds it). 47, 66 and 62 s wall at seed offsets 0, 1000, 2000 "
+            "beside other jobs (load 5–7; about 38 s CPU), each control 15–17 s (the Monte Carlo "
+            "runs are reused, the theory is recomputed)."
+        ),
         "small": "all three architectures, d = 32, 64, 128, 256, 8 seeds, 2^16 token draws each "
         "(MC standard error of the seed mean 2–6 % of |Δ̄| at d = 256), Φ on 2^16 mirrored "
         "nodes (quadrature error ≤ 2.3·10⁻⁴, 5 % of the two-layer gap at d = 256). 263, 304 "
@@ -213,7 +229,6 @@ class AIMLandscape(Experiment):
 
         out: dict[str, Any] = {}
         seeds = list(range(config.seed, config.seed + config.seeds))
-        mc_key = f"{NAME}:mc:v1:n{config.samples}:c{config.chunk}"
         th_key = (
             f"{NAME}:theory:v1:q{config.log2_qmc}:psi{config.psi_factor:g}"
             f":e{config.edgeworth_factor:g}"
@@ -224,10 +239,11 @@ class AIMLandscape(Experiment):
                     update={"seed": config.seed, "seeds": config.seeds}
                 )
 
-                def mc(cfg=cfg, arch=arch, d=d):
+                n = draws(config, d)
+
+                def mc(cfg=cfg, arch=arch, d=d, n=n):
                     rows = [
-                        seed_point(config.base, arch, d, s, config.samples, None, config.chunk)
-                        for s in seeds
+                        seed_point(config.base, arch, d, s, n, None, config.chunk) for s in seeds
                     ]
                     return make_trajectory(
                         {k: [r[k] for r in rows] for k in rows[0]}, time=np.arange(len(seeds))
@@ -252,7 +268,7 @@ class AIMLandscape(Experiment):
                         {k: [r[k] for r in rows] for k in rows[0]}, time=np.arange(len(seeds))
                     )
 
-                a = ctx.compute(mc_key, cfg, mc)
+                a = ctx.compute(f"{NAME}:mc:v1:n{n}:c{config.chunk}", cfg, mc)
                 b = ctx.compute(th_key, cfg, theory)
                 out[(arch, d)] = {
                     **{k: a[k].values for k in a.data_vars},
