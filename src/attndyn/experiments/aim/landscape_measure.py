@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from typing import Any
 
 import jax
@@ -35,12 +36,12 @@ from attndyn.models.aim.theory.population import (
     order_parameters,
     side_matrices,
 )
-from attndyn.models.aim.theory.potential import Potential, potential_for
+from attndyn.models.aim.theory.potential import POTENTIAL_FIELDS, Potential, potential_for
 
 ARCHS: dict[str, dict[str, Any]] = {
     "h1": {"output": "softmax", "heads": 1},
     "h2": {"output": "softmax", "heads": 2},
-    "two-layer": {"output": "two-layer", "heads": 1},
+    "two-layer": {"output": "softmax", "layers": 1, "heads": 1},
 }
 """The architectures (tied, L = 2): one softmax head, two heads, two softmax layers."""
 
@@ -230,18 +231,10 @@ _POTENTIALS: dict = {}
 
 
 def cached_potential(config: AIMConfig, log2_qmc: int) -> Potential:
-    """:func:`mirrored_potential` memoised on the loss (Φ does not depend on d)."""
-    key = (
-        config.output,
-        config.heads,
-        config.L,
-        config.beta,
-        config.layer_c,
-        config.loss_scale,
-        config.param,
-        config.teacher_kind,
-        log2_qmc,
-    )
+    """:func:`mirrored_potential` memoised on the fields the loss reads (the theory's own
+    memo's, :data:`attndyn.models.aim.theory.potential.POTENTIAL_FIELDS`: Φ does not depend
+    on d)."""
+    key = (json.dumps([getattr(config, f) for f in POTENTIAL_FIELDS]), log2_qmc)
     if key not in _POTENTIALS:
         _POTENTIALS[key] = mirrored_potential(config, log2_qmc)
     return _POTENTIALS[key]
@@ -251,7 +244,7 @@ def even_loss(arch: str, L: int) -> bool:
     """Whether the architecture's loss is even, L(−G) = L(G): a sum of row-wise softmax heads
     with two tokens, y(−G) = H − y(G) (softmax(−a, −b) = 1 − softmax(a, b) entrywise), so
     y − y* changes sign and the squared error does not."""
-    return ARCHS[arch]["output"] == "softmax" and L == 2
+    return ARCHS[arch]["output"] == "softmax" and ARCHS[arch].get("layers", 0) == 0 and L == 2
 
 
 MC_NODES = 8

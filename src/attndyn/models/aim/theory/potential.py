@@ -285,7 +285,7 @@ def _distinct_entries(symmetric: list[bool], L: int) -> tuple[np.ndarray, np.nda
     return np.asarray(keep), expand
 
 
-_POTENTIAL_FIELDS = (
+POTENTIAL_FIELDS = (
     "output",
     "activation",
     "beta",
@@ -304,10 +304,10 @@ _CACHE: dict = {}
 
 
 def cached_potential(config: AIMConfig, log2_qmc: int) -> Potential:
-    """:func:`potential_for` memoised on the fields it reads (``_POTENTIAL_FIELDS``) and
+    """:func:`potential_for` memoised on the fields it reads (``POTENTIAL_FIELDS``) and
     ``log2_qmc``: repeated theory runs of one model (other d, seeds, horizons, truncations) reuse
     its compiled quadrature instead of recompiling it."""
-    key = (json.dumps([getattr(config, f) for f in _POTENTIAL_FIELDS]), log2_qmc)
+    key = (json.dumps([getattr(config, f) for f in POTENTIAL_FIELDS]), log2_qmc)
     if key not in _CACHE:
         if len(_CACHE) >= 16:
             _CACHE.clear()
