@@ -105,7 +105,25 @@ def _interruptible(callback):
 def main(args: list[str] | None = None) -> None:
     """Entry point (``args`` defaults to ``sys.argv[1:]``): every error prints one line on stderr
     and exits with its code: 2 for bad input and usage errors (unknown option, missing argument),
-    1 for storage and executor errors; ``--help`` (or no arguments) prints help and exits 0."""
+    1 for storage and executor errors; ``--help`` (or no arguments) prints help and exits 0.
+    Ctrl-C at any point (the imports of JAX and the families included) prints one line and
+    exits 130."""
+    from attndyn.core import interrupt
+
+    try:
+        with interrupt.handling():  # a Ctrl-C lost in a gc callback is still seen
+            _main(args)
+    except KeyboardInterrupt:  # outside a command's own handling (_interruptible)
+        from attndyn.core.progress_bars import interrupted_message
+
+        lead = "\n" if sys.stderr.isatty() else ""
+        print(f"{lead}{interrupted_message()}", file=sys.stderr)
+        if args is None:
+            _exit_now(130)
+        sys.exit(130)
+
+
+def _main(args: list[str] | None) -> None:
     from attndyn.cli.ui.examples import epilog
     from attndyn.core import registry  # the names only: attndyn.models would load xarray
 

@@ -54,6 +54,7 @@ def worker_environment() -> Iterator[None]:
 
 
 STOP_S = 1.0  # how long an interrupted sweep lets its workers unwind before it kills them
+POLL_S = 0.1  # how often a sweep waiting for its workers looks for a Ctrl-C
 
 
 @contextlib.contextmanager
@@ -89,10 +90,40 @@ def _init_worker(parent: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
+@contextlib.contextmanager
+def _ctrl_c_flag() -> Iterator[threading.Event]:
+    """Within: SIGINT sets the returned event (:data:`attndyn.core.interrupt.REQUESTED`, also
+    set by a Ctrl-C before, under the command line's handler) instead of raising
+    KeyboardInterrupt wherever the main thread happens to be: raised inside a
+    garbage-collector callback (JAX's) it is printed as "ignored" and lost, and the sweep then
+    waited for its workers' runs to end (minutes). The caller polls the event; KeyboardInterrupt
+    is raised on the way out when it is set (main thread only: elsewhere nothing changes)."""
+    from attndyn.core.interrupt import REQUESTED
+
+    if threading.current_thread() is not threading.main_thread():
+        yield REQUESTED
+        return
+    old = signal.signal(signal.SIGINT, lambda *_: REQUESTED.set())
+    try:
+        yield REQUESTED
+    finally:
+        signal.signal(signal.SIGINT, old)
+        asked = REQUESTED.is_set()
+        REQUESTED.clear()  # answered here: the next sweep of this process starts afresh
+    if asked:
+        raise KeyboardInterrupt
+
+
 def run_local(
     tasks: list[Task], root: str, workers: int, on_result: OnResult, on_error: OnError
 ) -> None:
-    """Run ``tasks`` in a spawn-started process pool of ``workers`` processes."""
+    """Run ``tasks`` in a spawn-started process pool of ``workers`` processes. Ctrl-C stops
+    the workers (SIGTERM, then SIGKILL after ``STOP_S``) and raises KeyboardInterrupt."""
+    with _ctrl_c_flag() as interrupted:
+        _run_local(tasks, root, workers, on_result, on_error, interrupted)
+
+
+def _run_local(tasks, root, workers, on_result, on_error, interrupted: threading.Event) -> None:
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
@@ -115,10 +146,14 @@ def run_local(
             )
             broken: list[Task] = []
             try:
+                if interrupted.is_set():  # a Ctrl-C before the pool started
+                    raise KeyboardInterrupt
                 futures = {pool.submit(run_task, t, root): t for t in pending}
                 waiting = set(futures)
                 while waiting:
-                    done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                    done, waiting = wait(waiting, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                    if interrupted.is_set():  # before a broken pool (its workers got the
+                        raise KeyboardInterrupt  # SIGINT too) is taken for a crash
                     for fut in done:
                         task = futures[fut]
                         try:
