@@ -482,12 +482,13 @@ def test_queries_have_time_and_memory_limits(store, tmp_path, monkeypatch, capsy
 
 
 def _legacy_id(family: str, config) -> str:
-    """The run id as computed before issue 48: family, canonical config, schema."""
+    """The run id as computed before issue 48: family, the config's identity (its canonical
+    config without the fields added later at their neutral values), schema."""
     import json
 
-    from attndyn.core.config import SCHEMA_VERSION, canonical
+    from attndyn.core.config import SCHEMA_VERSION, identity
 
-    payload = {"family": family, "config": canonical(config), "schema": SCHEMA_VERSION}
+    payload = {"family": family, "config": identity(config), "schema": SCHEMA_VERSION}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -19,23 +19,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from attndyn.errors import InputError
 from attndyn.store.files import (
-    CLAIM_COLUMNS,
-    CLAIM_OPTIONAL,
-    FAILURE_COLUMNS,
-    META_KEY,
     Store,
-    columns_problem,
+    experiment_problem,
+    failure_problem,
     folder_problem,
-    not_plain,
     results_dir,
-    seal_problem,
     special,
-    unreadable,
-    unsealed,
 )
 
 
@@ -45,74 +36,6 @@ class Problem:
 
     file: str
     problem: str
-
-
-def experiment_problem(path: Path) -> str | None:
-    """Why the experiment record ``path`` is damaged or foreign, or None when it is sound: it
-    must read, hold the claims' columns, carry a footer record naming its own key with the
-    fields the views read (:func:`record_problem`), and both seals matching."""
-    why = not_plain(path)  # a FIFO is never opened
-    if why is not None:
-        return why
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:
-        return unreadable(exc)
-    text = (table.schema.metadata or {}).get(META_KEY)
-    try:
-        record = json.loads(text) if text is not None else None
-    except ValueError:
-        return "its experiment record is not valid JSON"
-    if not isinstance(record, dict):
-        return "no experiment record in its footer"
-    if record.get("key") != path.stem:
-        return f"its record names experiment run {record.get('key')!r}, not its file name"
-    why = columns_problem(table.schema, CLAIM_COLUMNS, "an experiment record", CLAIM_OPTIONAL)
-    return why or record_problem(record) or unsealed(record) or seal_problem(record, table)
-
-
-def record_problem(record: dict) -> str | None:
-    """Why an experiment ``record`` lacks what the views read (experiment and preset names, a
-    list of claims, a list of run ids, a config), or None."""
-    what = "not an experiment record"
-    if not isinstance(record.get("experiment"), str) or not isinstance(record.get("preset"), str):
-        return f"{what} (no experiment or preset name)"
-    claims = record.get("claims")
-    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
-        return f"{what} (its claims are not a list of claims)"
-    ids = record.get("run_ids", [])
-    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        return f"{what} (its run_ids are not a list of run ids)"
-    if not isinstance(record.get("config", {}), dict):
-        return f"{what} (its config is not an object)"
-    return None
-
-
-def failure_problem(path: Path) -> str | None:
-    """Why the failure record ``path`` is damaged or foreign, or None when it is sound: one row
-    with every column of the ``failures`` view, naming its own run, sealed (since 2026-12-07:
-    an older, unsealed failure record is foreign; the next run of it replaces or clears it)."""
-    why = not_plain(path)  # a FIFO is never opened
-    if why is not None:
-        return why
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:
-        return unreadable(exc)
-    why = columns_problem(table.schema, FAILURE_COLUMNS, "a failure record")
-    if why is not None:
-        return why
-    if table.num_rows != 1:
-        return f"not a failure record ({table.num_rows} rows, not one)"
-    if table.column("run_id")[0].as_py() != path.stem:
-        return "its record names another run than its file name"
-    try:
-        seal = json.loads((table.schema.metadata or {}).get(META_KEY) or "{}")
-    except ValueError:
-        seal = None
-    if not isinstance(seal, dict) or seal.get("run_id", path.stem) != path.stem:
-        return "its footer is not the seal of a failure record"
-    return unsealed(seal) or seal_problem(seal, table)
 
 
 def _entries(folder: Path):

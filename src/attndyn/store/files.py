@@ -247,6 +247,8 @@ def id_problem(record: dict[str, Any], run_id: str) -> str | None:
     from attndyn.core.config import id_of
 
     config = record.get("id_config", record.get("config"))
+    if "id_config" in record and not _covers(record.get("config"), record["id_config"]):
+        return "its run id is not derived from its config (it disagrees with id_config)"
     schema, inputs = record.get("schema"), record.get("inputs") or {}
     if "id_kind" in record:
         kinds = [record["id_kind"]]
@@ -263,6 +265,20 @@ def id_problem(record: dict[str, Any], run_id: str) -> str | None:
     return "its run id is not derived from its config (a record of another config)"
 
 
+def _covers(config: Any, hashed: Any) -> bool:
+    """Whether ``config`` agrees with ``hashed`` (what the run id hashes: the config without the
+    fields left out at their neutral values, :func:`attndyn.core.config.identity`) on every field
+    both hold, in nested configs too. A record's ``config`` is its Trajectory's (a theory's adds
+    its resolved method; an experiment's own computation may record none), so fields only one of
+    them holds are not compared; nor are the neutral fields the id leaves out (the store cannot
+    know their values: an edit of one changes what is shown, never which run is reused)."""
+    if config is None:  # nothing recorded to compare
+        return True
+    if isinstance(hashed, dict) and isinstance(config, dict):
+        return all(_covers(config[k], v) for k, v in hashed.items() if k in config)
+    return _json(config) == _json(hashed)
+
+
 def unsealed(record: dict[str, Any]) -> str | None:
     """Why a footer ``record`` lacks its seals (``checksum`` and ``record_checksum``), or None:
     an unsealed file is foreign (its values and its record could be anything), never served
@@ -271,6 +287,74 @@ def unsealed(record: dict[str, Any]) -> str | None:
     if missing:
         return f"foreign file: no {' and no '.join(missing)} in its record (seals stripped?)"
     return None
+
+
+def experiment_problem(path: Path) -> str | None:
+    """Why the experiment record ``path`` is damaged or foreign, or None when it is sound: it
+    must read, hold the claims' columns, carry a footer record naming its own key with the
+    fields the views read (:func:`record_problem`), and both seals matching."""
+    why = not_plain(path)  # a FIFO is never opened
+    if why is not None:
+        return why
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        return unreadable(exc)
+    text = (table.schema.metadata or {}).get(META_KEY)
+    try:
+        record = json.loads(text) if text is not None else None
+    except ValueError:
+        return "its experiment record is not valid JSON"
+    if not isinstance(record, dict):
+        return "no experiment record in its footer"
+    if record.get("key") != path.stem:
+        return f"its record names experiment run {record.get('key')!r}, not its file name"
+    why = columns_problem(table.schema, CLAIM_COLUMNS, "an experiment record", CLAIM_OPTIONAL)
+    return why or record_problem(record) or unsealed(record) or seal_problem(record, table)
+
+
+def record_problem(record: dict) -> str | None:
+    """Why an experiment ``record`` lacks what the views read (experiment and preset names, a
+    list of claims, a list of run ids, a config), or None."""
+    what = "not an experiment record"
+    if not isinstance(record.get("experiment"), str) or not isinstance(record.get("preset"), str):
+        return f"{what} (no experiment or preset name)"
+    claims = record.get("claims")
+    if not isinstance(claims, list) or not all(isinstance(c, dict) for c in claims):
+        return f"{what} (its claims are not a list of claims)"
+    ids = record.get("run_ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return f"{what} (its run_ids are not a list of run ids)"
+    if not isinstance(record.get("config", {}), dict):
+        return f"{what} (its config is not an object)"
+    return None
+
+
+def failure_problem(path: Path) -> str | None:
+    """Why the failure record ``path`` is damaged or foreign, or None when it is sound: one row
+    with every column of the ``failures`` view, naming its own run, sealed (since 2026-12-07:
+    an older, unsealed failure record is foreign; the next run of it replaces or clears it)."""
+    why = not_plain(path)  # a FIFO is never opened
+    if why is not None:
+        return why
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        return unreadable(exc)
+    why = columns_problem(table.schema, FAILURE_COLUMNS, "a failure record")
+    if why is not None:
+        return why
+    if table.num_rows != 1:
+        return f"not a failure record ({table.num_rows} rows, not one)"
+    if table.column("run_id")[0].as_py() != path.stem:
+        return "its record names another run than its file name"
+    try:
+        seal = json.loads((table.schema.metadata or {}).get(META_KEY) or "{}")
+    except ValueError:
+        seal = None
+    if not isinstance(seal, dict) or seal.get("run_id", path.stem) != path.stem:
+        return "its footer is not the seal of a failure record"
+    return unsealed(seal) or seal_problem(seal, table)
 
 
 def damaged_files(store: Store, names: list[str]) -> set[str]:
@@ -327,7 +411,7 @@ class Store:
         """Write a Trajectory as ``<run_id>.parquet`` (temporary file, fsync, rename).
 
         ``extra`` is merged into the stored run record (e.g. the sweep's provenance).
-        ``basis``: what the run id hashes (kind, canonical config, input hashes,
+        ``basis``: what the run id hashes (kind, the config's identity, input hashes,
         :func:`attndyn.core.config.run_id`), recorded as ``id_kind``, ``inputs`` and, where it
         differs from the record's ``config``, ``id_config``, so that readers derive the id
         again from the record (:func:`id_problem`)."""
@@ -443,8 +527,6 @@ class Store:
     def experiment_exists(self, key: str) -> bool:
         """True when the experiment run ``key`` has a sound record (a damaged, unsealed or
         malformed one is not reused: the sweep runs the experiment again, which replaces it)."""
-        from attndyn.store.check import experiment_problem
-
         path = self.experiments / f"{key}.parquet"
         try:
             return experiment_problem(path) is None

@@ -47,13 +47,14 @@ from attndyn.core.config import flatten
 from attndyn.core.suggest import did_you_mean
 from attndyn.errors import InputError, StoreError
 from attndyn.store import catalog as catalog_mod
-from attndyn.store import check
 from attndyn.store.files import (  # the columns of the stored files: the file format
     CLAIM_COLUMNS,
     FAILURE_COLUMNS,
     META_KEY,
     OBS_TYPES,
     RESULT_FOLDERS,
+    experiment_problem,
+    failure_problem,
     folder_problem,
     results_dir,
 )
@@ -182,7 +183,7 @@ def _empty(con: duckdb.DuckDBPyConnection, view: str, columns: dict[str, str]) -
 
 def _readable(folder: Path, problem) -> list[Path]:
     """The ``*.parquet`` files of ``folder`` that pass ``problem`` (a check of
-    :mod:`attndyn.store.check`); each other one gets a warning line on stderr and is left out,
+    :mod:`attndyn.store.files`); each other one gets a warning line on stderr and is left out,
     so one damaged file cannot break a view."""
     good = []
     for path in sorted(folder.glob("*.parquet")) if folder.is_dir() else ():
@@ -428,10 +429,10 @@ def connect(
         if why is not None:
             raise StoreError(f"cannot read the results: {root / name} is {why}")
     con = _configured(limits)
-    experiments = _readable(root / "experiments", check.experiment_problem)
+    experiments = _readable(root / "experiments", experiment_problem)
     _glob_view(con, "claims", experiments, CLAIM_COLUMNS)
     _glob_view(
-        con, "failures", _readable(root / "failures", check.failure_problem), FAILURE_COLUMNS
+        con, "failures", _readable(root / "failures", failure_problem), FAILURE_COLUMNS
     )
     typed = _experiment_views(con, experiments)
     cat = catalog_mod.load(root, save=save_catalog)
