@@ -20,7 +20,7 @@ def test_license_is_the_declared_mit():
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("MIT License\n")
     assert "Copyright (c) 2026 the attndyn developers" in text
-    assert "THE SOFTWARE IS PROVIDED \"AS IS\"" in text
+    assert 'THE SOFTWARE IS PROVIDED "AS IS"' in text
     assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] == "MIT"
 
 

@@ -431,9 +431,7 @@ def connect(
     con = _configured(limits)
     experiments = _readable(root / "experiments", experiment_problem)
     _glob_view(con, "claims", experiments, CLAIM_COLUMNS)
-    _glob_view(
-        con, "failures", _readable(root / "failures", failure_problem), FAILURE_COLUMNS
-    )
+    _glob_view(con, "failures", _readable(root / "failures", failure_problem), FAILURE_COLUMNS)
     typed = _experiment_views(con, experiments)
     cat = catalog_mod.load(root, save=save_catalog)
     if exclude:  # run files found damaged (attndyn.store.queries.answer)
