@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from attndyn.core.gaussian import gauss_hermite
-from attndyn.experiments.aim.landscape import Config, draws, slope
+from attndyn.experiments.aim.landscape import LandscapeConfig as Config
+from attndyn.experiments.aim.landscape import draws, slope
 from attndyn.experiments.aim.landscape_measure import (
     ARCHS,
     arch_config,

@@ -18,6 +18,7 @@ import signal
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -237,7 +238,8 @@ def executed(
     try:
         with stoppable(con, field):
             result = con.execute(sql, params or [])
-            parts, held = [], 0
+            parts: list[Any] = []
+            held = 0
             while True:
                 part = result.fetch_df_chunk(CHUNK_VECTORS)
                 if parts and part.empty:

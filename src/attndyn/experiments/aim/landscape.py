@@ -36,7 +36,7 @@ from attndyn.models.aim.config import AIMConfig
 NAME = "aim-landscape"
 
 
-class Config(ExperimentConfig):
+class LandscapeConfig(ExperimentConfig):
     base: AIMConfig = Base(
         AIMConfig,
         "tied students, L = 2 tokens, C = I, Wishart teachers (the simulator's initial state of "
@@ -88,15 +88,15 @@ class Config(ExperimentConfig):
         return value
 
 
-def _even(config: Config) -> list[str]:
+def _even(config: LandscapeConfig) -> list[str]:
     return [a for a in config.archs if even_loss(a, config.base.L)]
 
 
-def _odd(config: Config) -> list[str]:
+def _odd(config: LandscapeConfig) -> list[str]:
     return [a for a in config.archs if not even_loss(a, config.base.L)]
 
 
-def draws(config: Config, d: int) -> int:
+def draws(config: LandscapeConfig, d: int) -> int:
     """Token draws per seed at ``d``: ``samples``, or with ``scale_samples`` samples·d/max(d)
     (at least two chunks)."""
     if not config.scale_samples:
@@ -114,12 +114,12 @@ def _slope_ci(d: list[int], groups: list[np.ndarray]):
     return jackknife_ci(groups, lambda *g: slope(d, [np.mean(x) for x in g]))
 
 
-class AIMLandscape(Experiment):
+class AIMLandscape(Experiment[LandscapeConfig]):
     name = NAME
     description = (
         "P1 Thm 1 / Lemma 10: finite-d population loss → Gaussian potential Φ, O(d^−½) Edgeworth"
     )
-    Config = Config
+    Config = LandscapeConfig
     presets = {
         "tiny": {"archs": ["h1", "two-layer"], "samples": 1 << 15, "scale_samples": True},
         "small": {"d": [32, 64, 128, 256], "samples": 1 << 16},
@@ -224,10 +224,10 @@ class AIMLandscape(Experiment):
         "E_x equals Φ₃ exactly)."
     )
 
-    def run(self, config: Config, ctx: RunContext) -> dict[str, Any]:
+    def run(self, config: LandscapeConfig, ctx: RunContext) -> dict[str, Any]:
         from attndyn.core.trajectory import make_trajectory
 
-        out: dict[str, Any] = {}
+        out: dict[tuple[str, int], Any] = {}
         seeds = list(range(config.seed, config.seed + config.seeds))
         th_key = (
             f"{NAME}:theory:v1:q{config.log2_qmc}:psi{config.psi_factor:g}"
@@ -276,7 +276,7 @@ class AIMLandscape(Experiment):
                 }
         return {"points": out}
 
-    def measure(self, config: Config, results: dict[str, Any]) -> dict[str, Any]:
+    def measure(self, config: LandscapeConfig, results: dict[str, Any]) -> dict[str, Any]:
         pts = results["points"]
         ds, top = config.d, config.d[-1]
         m: dict[str, Any] = {"archs": {}}
@@ -329,7 +329,7 @@ class AIMLandscape(Experiment):
         m["finite"] = bool(finite)
         return m
 
-    def preconditions(self, config: Config, m: dict[str, Any]) -> list[Check]:
+    def preconditions(self, config: LandscapeConfig, m: dict[str, Any]) -> list[Check]:
         checks = [Check("every value finite", m["finite"])]
         for arch, a in m["archs"].items():
             checks.append(
@@ -341,7 +341,7 @@ class AIMLandscape(Experiment):
             )
         return checks
 
-    def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
+    def evaluate(self, config: LandscapeConfig, m: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for arch, a in m["archs"].items():
             detail = f"seed means of Δ over d = {config.d}: " + ", ".join(
@@ -372,7 +372,7 @@ class AIMLandscape(Experiment):
         return out
 
     def figure(
-        self, config: Config, results: dict[str, Any], m: dict[str, Any], path: Path
+        self, config: LandscapeConfig, results: dict[str, Any], m: dict[str, Any], path: Path
     ) -> Path:
         ds = np.asarray(config.d, float)
         archs = list(m["archs"])

@@ -204,15 +204,15 @@ def mc_population_loss(
             jnp.asarray(basis),
             jnp.asarray(means),
         )
-        acc = None
+        acc: list[np.ndarray] | None = None
         for c in range(n_chunks):
-            out = [np.asarray(a) for a in kernel(jax.random.fold_in(key, c), *args)]
-            acc = out if acc is None else [a + b for a, b in zip(acc, out, strict=True)]
+            sums = [np.asarray(a) for a in kernel(jax.random.fold_in(key, c), *args)]
+            acc = sums if acc is None else [a + b for a, b in zip(acc, sums, strict=True)]
     assert acc is not None
     n = n_chunks * chunk
     s_v, s_vv, s_p, s_pp, s_pv = acc
     odd_mons = np.array([len(mon) % 2 == 1 for mon in mons])
-    out = {"draws": float(n)}
+    out: dict[str, float] = {"draws": float(n)}
     for j, name, use in ((0, "mc", np.ones(len(mons), bool)), (1, "odd", odd_mons)):
         mean_v, mean_p = s_v[j] / n, s_p[use] / n
         var_v = s_vv[j, j] / n - mean_v**2
@@ -280,6 +280,8 @@ def seed_point(
     budgets = (("", log2_qmc), ("_coarse", log2_qmc - 2)) if coarse else (("", log2_qmc),)
     for suffix, m in budgets:
         pot = cached_potential(config, m)
-        mom = moments(config, pot, student, teacher)
-        out[f"phi{suffix}"], out[f"phi3{suffix}"] = theory_values(pot, *mom, psi_factor, edgeworth)
+        m_, omega, psi, kappa = moments(config, pot, student, teacher)
+        out[f"phi{suffix}"], out[f"phi3{suffix}"] = theory_values(
+            pot, m_, omega, psi, kappa, psi_factor, edgeworth
+        )
     return out
