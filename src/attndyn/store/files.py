@@ -289,17 +289,24 @@ def unsealed(record: dict[str, Any]) -> str | None:
     return None
 
 
+def _table_or_problem(path: Path) -> pa.Table | str:
+    """The Parquet table at ``path``, or why it cannot be read (a FIFO is never opened)."""
+    why = not_plain(path)
+    if why is not None:
+        return why
+    try:
+        return pq.read_table(path)
+    except Exception as exc:
+        return unreadable(exc)
+
+
 def experiment_problem(path: Path) -> str | None:
     """Why the experiment record ``path`` is damaged or foreign, or None when it is sound: it
     must read, hold the claims' columns, carry a footer record naming its own key with the
     fields the views read (:func:`record_problem`), and both seals matching."""
-    why = not_plain(path)  # a FIFO is never opened
-    if why is not None:
-        return why
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:
-        return unreadable(exc)
+    table = _table_or_problem(path)
+    if isinstance(table, str):
+        return table
     text = (table.schema.metadata or {}).get(META_KEY)
     try:
         record = json.loads(text) if text is not None else None
@@ -334,13 +341,9 @@ def failure_problem(path: Path) -> str | None:
     """Why the failure record ``path`` is damaged or foreign, or None when it is sound: one row
     with every column of the ``failures`` view, naming its own run, sealed (since 2026-12-07:
     an older, unsealed failure record is foreign; the next run of it replaces or clears it)."""
-    why = not_plain(path)  # a FIFO is never opened
-    if why is not None:
-        return why
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:
-        return unreadable(exc)
+    table = _table_or_problem(path)
+    if isinstance(table, str):
+        return table
     why = columns_problem(table.schema, FAILURE_COLUMNS, "a failure record")
     if why is not None:
         return why
