@@ -138,3 +138,34 @@ def test_layered_runs_simulate_and_record_every_index(values):
     assert np.all(np.isfinite(traj["loss"].values))
     with pytest.raises(InputError, match="layers"):
         validate(aim.Config, dict(config, heads=2))
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        ({"theory_seeds": 17}, "theory_seeds"),
+        ({"d": [96, 48]}, "d"),
+        ({"base.layers": 2}, "base"),
+        ({"base.param": "untied"}, "base"),
+    ],
+)
+def test_aim_layers_config_refuses_what_it_cannot_pair(overrides, field):
+    """aim-layers pairs each flow with its SGD seed (theory_seeds ≤ seeds), fits slopes over
+    increasing d, and reads indices 1, 2 as layer 1 and the readout of a tied model."""
+    from attndyn.claims.runner import experiment_config
+
+    with pytest.raises(InputError, match=field):
+        experiment_config("aim-layers", "small", overrides)
+
+
+def test_aim_layers_drift_and_slope():
+    """Δ over the horizon per seed (a flow has no seed axis), and the log–log slope."""
+    import xarray as xr
+
+    from attndyn.experiments.aim.layers import drift, slope
+
+    sgd = xr.Dataset({"q_11": (("seed", "time"), [[1.0, 2.0, 4.0], [0.0, 1.0, -1.0]])})
+    flow = xr.Dataset({"q_11": (("time",), [0.5, 0.0, 0.25])})
+    assert drift(sgd, "q_11").tolist() == [3.0, -1.0]
+    assert drift(flow, "q_11").tolist() == [-0.25]
+    assert slope([32, 64, 128], [-4.0, -2.0, -1.0]) == pytest.approx(-1.0)

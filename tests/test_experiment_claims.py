@@ -139,6 +139,7 @@ PINNED: dict[str, list[str]] = {
         "even-gap-order-h1",
         "edgeworth-two-layer",
     ],
+    "aim-layers": ["readout-follows-theory", "layer1-edgeworth-share"],
     "circuits-lr-ratio": ["caco-ratio-monotone", "caco-schedule-sharpens"],
     "circuits-parameterization": [
         "fafo-diffuse",
