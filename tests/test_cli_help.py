@@ -201,6 +201,35 @@ def test_tables_fit_the_terminal(width, folder, monkeypatch, capsys):
         assert "not shown" in out and "--json" in out  # config, file, … do not fit in 80
 
 
+@pytest.mark.parametrize("width", [60, 80])
+def test_runs_keeps_status_and_diverged_on_a_narrow_terminal(width, folder, monkeypatch, capsys):
+    """The config fields that vary are dropped before the status and n_diverged columns."""
+    root, ids = folder
+    monkeypatch.setattr(terminal, "console", Console(width=width))
+    code, out, err = cli(monkeypatch, capsys, "runs", "--out", root)
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if "run_id" in line)
+    assert "status" in header and "n_diverged" in header, out
+    assert all(i in out for i in ids) and max(map(len, out.splitlines())) <= width
+
+
+def test_fit_never_drops_kept_columns_nor_cuts_claim_names():
+    from attndyn.cli.ui.tables import fit
+
+    claims = ["truncations-improve-with-N", "sgd-tracks-exact-d128"]
+    columns = ["claim", "statement", "value [CI]", "seeds", "target", "verdict"]
+    rows = [[c, "a statement of the claim " * 4, "0.0123 [0.0101, 0.0234]", 12, "> 0", "pass"]
+            for c in claims]  # fmt: skip
+    for width in (60, 80):
+        table, dropped = fit(columns, rows, width, keep=("value [CI]", "verdict"))
+        console = Console(width=width, record=True)
+        console.print(table)
+        text = console.export_text()
+        assert all(c in text for c in claims) and "pass" in text, text
+        assert "value [CI]" not in dropped and "verdict" not in dropped
+        assert dropped and max(map(len, text.splitlines())) <= width
+
+
 def test_fit_keeps_ids_wraps_text_and_marks_missing():
     from attndyn.cli.ui.tables import MISSING, fit
 

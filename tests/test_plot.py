@@ -193,3 +193,19 @@ def test_simulate_and_predict_store_to_the_default_folder_and_reuse(results_fold
     again = attndyn.simulate("aim", **tiny)
     np.testing.assert_array_equal(again["p_12"].values, sim["p_12"].values)
     assert {p: p.stat().st_mtime_ns for p in mtimes} == mtimes  # read back, not rewritten
+
+
+def test_plot_observable_keeps_a_mean_visible_on_its_theory(tmp_path, monkeypatch):
+    """The demo's direct S: the seed mean lies on its theory (p₁₂ ≈ 0). The mean is drawn
+    above the theory, and the theory wider, so both show."""
+    from attndyn.figures import draw
+
+    figures = []
+    monkeypatch.setattr(draw, "save_figure", lambda fig, path: figures.append(fig) or path)
+    time = np.linspace(0.0, 1.0, 5)
+    sim = make_trajectory({"p_12": np.zeros((3, 5))}, time=time, seeds=np.arange(3))
+    theory = make_trajectory({"p_12": np.zeros(5)}, time=time)
+    draw.plot_observable({"direct S": sim}, "p_12", tmp_path / "p.png", theory={"direct S": theory})
+    lines = {line.get_label(): line for line in figures[0].axes[0].get_lines()}
+    mean, th = lines["direct S"], lines["direct S: theory"]
+    assert mean.get_zorder() > th.get_zorder() and th.get_linewidth() > mean.get_linewidth()

@@ -163,6 +163,24 @@ def test_the_experiment_plugin_runs_with_its_claims_and_control(toy, tmp_path):
     assert int(claims["n"][0]) == 4
 
 
+def test_the_claims_table_keeps_names_values_and_verdicts_on_a_narrow_terminal(
+    toy, tmp_path, monkeypatch, capsys
+):
+    """attndyn run's claims table at 60 columns: whole claim names, their values and verdicts;
+    what is left out (the statement) is named."""
+    from helpers import cli
+    from rich.console import Console
+
+    from attndyn.cli.ui import terminal
+
+    monkeypatch.setattr(terminal, "console", Console(width=60))
+    code, out, err = cli(monkeypatch, capsys, "run", "toy-decay", "--preset", "tiny",
+                         "--out", tmp_path, "--no-progress")  # fmt: skip
+    assert code == 0, err
+    assert "sgd-tracks-theory" in out and "error-falls-tenfold" in out, out
+    assert out.count("pass") >= 2 and "not shown" in out and "statement" in out, out
+
+
 def test_an_undeclared_preset_is_one_line_exit_2(toy, monkeypatch, capsys, tmp_path):
     """toy-decay declares tiny and small only: --preset paper is refused naming both, before
     anything runs; describe and cite still answer (cite: no arXiv paper named)."""

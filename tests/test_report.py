@@ -115,6 +115,33 @@ def test_site_is_replaced_whole_and_not_a_result(tmp_path):
     assert problems(tmp_path) == []  # attndyn runs --check: the site is not a foreign file
 
 
+def test_run_pages_label_time_as_the_family_and_a_theory_shows_one_value(tmp_path):
+    from attndyn.models import aim
+
+    store = Store(tmp_path)
+    base = dict(d=8, t_max=1.0, records=3, seeds=2)
+    sim = _store_run(store, AIMConfig(**base), 2, np.ones((2, 3)))
+    theory = _store_run(store, AIMTheoryConfig(**base), None, np.zeros(3))
+    runs = write_report(tmp_path).parent / "runs"
+    for rid, spread in ((sim, True), (theory, False)):
+        html = (runs / f"{rid}.html").read_text()
+        plot = html.split('id="series">', 1)[1].split("</script>", 1)[0]
+        assert json.loads(plot)["time_label"] == aim.TIME_LABEL
+        assert f"Horizontal axis: {aim.TIME_LABEL}." in html
+        final = html.split("<h2>Final values</h2>", 1)[1].split("</table>", 1)[0]
+        assert ("<th>min</th>" in final and "<th>max</th>" in final) == spread, final
+        assert ("<th>value</th>" in final) != spread, final
+
+
+def test_a_theory_on_its_own_grid_and_an_unknown_family_get_a_generic_time_label():
+    from attndyn.models import circuits
+    from attndyn.report.site import time_label
+
+    assert time_label("circuits", "simulation") == circuits.TIME_LABEL
+    assert time_label("circuits", "theory") == "the theory's own time t"  # SAME_GRID = False
+    assert time_label("no-such-family", "simulation") == "time t"
+
+
 def test_refuses_to_replace_a_foreign_folder(tmp_path, capsys):
     mine = tmp_path / "mine"
     mine.mkdir()

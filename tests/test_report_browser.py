@@ -311,17 +311,18 @@ def test_problems_visible(site, browser):
 
 
 def _plot_layouts(browser) -> list[dict]:
-    """Every drawn plot's x-axis type and the smallest x of its traces."""
+    """Every drawn plot's x-axis type and title, and the smallest x of its traces."""
     return browser.execute_script(
         "return [...document.querySelectorAll('#plots .plot')].filter((d) => d._fullLayout)"
-        ".map((d) => ({type: d._fullLayout.xaxis.type,"
+        ".map((d) => ({type: d._fullLayout.xaxis.type, title: d._fullLayout.xaxis.title.text,"
         " xmin: Math.min(...d.data.flatMap((t) => t.x))}));"
     )
 
 
 def test_log_grid_runs_get_a_log_time_axis(site, browser):
-    """A markov run on a log record grid: every plot's time axis is log and shows no t <= 0;
-    the linear-grid plug-in run keeps a linear axis with its t = 0."""
+    """A markov run on a log record grid: every plot's time axis is log, labelled with the
+    family's TIME_LABEL, and shows no t <= 0; the linear-grid plug-in run keeps a linear axis
+    with its t = 0."""
     root, index = site
     from attndyn import runs
     from attndyn.core.config import run_id
@@ -333,6 +334,9 @@ def test_log_grid_runs_get_a_log_time_axis(site, browser):
     assert _wait(lambda: _plot_layouts(browser))
     layouts = _plot_layouts(browser)
     assert layouts and all(p["type"] == "log" and p["xmin"] > 0 for p in layouts), layouts
+    from attndyn.models import markov  # the family's own time, not a bare "t"
+
+    assert {p["title"] for p in layouts} == {f"{markov.TIME_LABEL} (log)"}, layouts
 
 
 def test_plugin_theory_is_overlaid_constants_collapse_and_columns_share_a_format(site, browser):

@@ -59,8 +59,9 @@ def plot_observable(
 ) -> Path:
     """One observable against a time coordinate: thin lines per seed, a thick mean over the
     seeds that are finite at each time (diverged seeds are NaN from their divergence on; the
-    legend says how many were dropped); each ``theory[label]`` (no seed axis) dashed in
-    black over ``trajectories[label]``.
+    legend says how many were dropped); each ``theory[label]`` (no seed axis) as a wide, pale
+    dashed black line under ``trajectories[label]``'s mean, so that a mean lying on its theory
+    (e.g. the demo's trapped direct S at p₁₂ ≈ 0) stays visible, the theory showing on both sides.
 
     ``x`` is any coordinate along ``time`` (``time``, ``samples``, ``time_fast``, ...).
     The file is written to a temporary name and renamed.
@@ -76,13 +77,14 @@ def plot_observable(
             for s in range(values.sizes["seed"]):
                 ax.plot(xs, values.isel(seed=s), color=colour, alpha=0.3, lw=0.8)
             mean = values.mean("seed", skipna=True)
-            ax.plot(xs, mean, color=colour, lw=2.0, label=f"{label}{dropped_note(traj)}")
+            ax.plot(xs, mean, color=colour, lw=2.0, zorder=4,
+                    label=f"{label}{dropped_note(traj)}")  # fmt: skip
         else:
             ax.plot(xs, values, color=colour, lw=2.0, ls="--", label=label)
         if label in theory:
             th = theory[label]
-            ax.plot(th[x].values, th[name].values, color="k", lw=1.4, ls="--", zorder=3,
-                    label=f"{label}: theory")  # fmt: skip
+            ax.plot(th[x].values, th[name].values, color="k", lw=3.2, ls="--", alpha=0.45,
+                    zorder=3, label=f"{label}: theory")  # fmt: skip
     ax.set_xscale(xscale)
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel(ylabel or name)

@@ -13,11 +13,15 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
 
 from attndyn.errors import InputError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 BANDS = {"minmax": "min–max over finite seeds", "std": "mean ± 1 std over finite seeds"}
 COORD_LABELS = {"samples": "samples n", "step": "optimiser steps k"}
@@ -106,13 +110,13 @@ def plot(
     names: str | Sequence[str] | None = None,
     *,
     x: str = "time",
-    ax=None,
+    ax: Any = None,
     band: str | None = "minmax",
     seeds: bool = True,
     ncols: int = 3,
     xscale: str = "linear",
     title: str | None = None,
-):
+) -> Figure:
     """Draw observables of a Trajectory, one panel each, with the theory overlaid.
 
     Args:

@@ -167,8 +167,28 @@ def build(data: SiteData, folder: Path) -> None:
             cols=config_columns_of(used),
         )
     template = env.get_template("run.html")
+    labels: dict[tuple[str, str], str] = {}
     for run in data.runs:
-        _run_page(template, common, data, run, folder / "runs" / f"{run['run_id']}.html")
+        key = (run["family"], run["kind"])
+        if key not in labels:
+            labels[key] = time_label(*key)
+        page_path = folder / "runs" / f"{run['run_id']}.html"
+        _run_page(template, common, data, run, page_path, labels[key])
+
+
+def time_label(family: str, kind: str) -> str:
+    """The label of a run page's time axis: the family's ``TIME_LABEL`` (models/base.py), or,
+    for a theory on its own time axis (``SAME_GRID = False``) or a family that is not installed,
+    a generic one."""
+    from attndyn.figures.plot import family_labels
+    from attndyn.models import get_theory
+
+    label = family_labels(family)[1]
+    if label is None:
+        return "time t"
+    if kind == "theory" and not getattr(get_theory(family), "SAME_GRID", True):
+        return "the theory's own time t"
+    return label
 
 
 def config_columns_of(runs: list[dict[str, Any]]) -> list[str]:
@@ -178,7 +198,9 @@ def config_columns_of(runs: list[dict[str, Any]]) -> list[str]:
     return config_columns(runs)
 
 
-def _run_page(template, common, data: SiteData, run: dict[str, Any], path: Path) -> None:
+def _run_page(
+    template, common, data: SiteData, run: dict[str, Any], path: Path, time_label: str
+) -> None:
     rid = run["run_id"]
     series = data.series.get(rid, {})
     theory = data.theory_of.get(rid, [])
@@ -186,6 +208,7 @@ def _run_page(template, common, data: SiteData, run: dict[str, Any], path: Path)
     plot = {
         "kind": run["kind"],
         "log_time": run["config"].get("grid") == "log",
+        "time_label": time_label,
         "run": series,
         "theory": [
             {"label": t[:8], "series": s} for t, s in zip(theory, theory_series, strict=True)
@@ -200,6 +223,7 @@ def _run_page(template, common, data: SiteData, run: dict[str, Any], path: Path)
         theory=theory,
         theory_series=theory_series,
         simulations=data.simulations_of.get(rid, []),
+        time_label=time_label,
         plot_json=_script_json(plot),
     )
     path.write_text(html, encoding="utf-8")

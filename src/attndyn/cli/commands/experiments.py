@@ -85,18 +85,23 @@ def run(
     if as_json:
         print_json(outcome.as_json())
     else:
+        from rich.text import Text
+
+        from attndyn.cli.ui.tables import print_fitted
+
         title = f"{name} ({preset}{', control ' + control if control else ''}): claims"
-        table = Table(title=title)
-        for col in ("claim", "statement", "value [CI]", "seeds", "target", "verdict"):
-            table.add_column(col)
+        rows = []
         for c in outcome.claims:
-            verdict = "[green]pass[/green]" if c.passed else "[red]FAIL[/red]"
+            verdict = Text("pass", "green") if c.passed else Text("FAIL", "red")
             value = terminal.fmt(c.value)
             if c.ci_low is not None:
                 value += f" [{terminal.fmt(c.ci_low)}, {terminal.fmt(c.ci_high)}]"
             seeds_ = "" if c.n_seeds is None else str(c.n_seeds)
-            table.add_row(c.name, c.statement, value, seeds_, c.target, verdict)
-        terminal.console.print(table)
+            rows.append([c.name, c.statement, value, seeds_, c.target, verdict])
+        # a narrow terminal drops the statement and the seeds, never a value or a verdict
+        columns = ["claim", "statement", "value [CI]", "seeds", "target", "verdict"]
+        how = f"attndyn run {name} --json, or attndyn describe {name}"
+        print_fitted(columns, rows, title, how, keep=("value [CI]", "target", "verdict"))
         for check in outcome.preconditions:
             if not check.passed:
                 print(f"precondition not met: {check.text}")

@@ -16,6 +16,7 @@ from attndyn.errors import InputError
 FRONT = ["run_id", "family", "kind"]  # then the config fields that vary, then BACK
 BACK = ["experiment", "status", "n_diverged", "wall_s", "created"]
 HIDDEN = {"sweep", "version", "schema", "file"}
+KEEP = ("status", "n_diverged")  # shown on any terminal: a diverged run must not pass unseen
 
 
 TABLE_ROWS = 1000  # rows a table shows: rendering 10⁶ rows took minutes and a gigabyte
@@ -111,9 +112,9 @@ def runs(
         and c not in HIDDEN
         and frame[c].astype(str).nunique(dropna=False) > 1
     ]
-    columns = front + varying + back  # a narrow terminal drops from the right
+    columns = front + varying + back  # a narrow terminal drops from the right, but KEEP
     how = "every column: --json or --csv" + ("" if family else "; typed config: --family F")
-    print_fitted(columns, frame[columns].values.tolist(), f"{len(frame)} runs", how)
+    print_fitted(columns, frame[columns].values.tolist(), f"{len(frame)} runs", how, KEEP)
 
 
 def export(

@@ -329,11 +329,12 @@ def render(info: dict[str, Any], console) -> None:
     controls = Table(title="negative controls (--control C): claims that must fail",
                      title_justify="left")  # fmt: skip
     for col in ("control", "overrides", "what it breaks", "must fail"):
-        controls.add_column(col, no_wrap=col == "control", overflow="fold")
+        # names whole, one a line: a claim name folded reads as another claim
+        controls.add_column(col, no_wrap=col in ("control", "must fail"), overflow="fold")
     for c in info["controls"]:
         overrides = ", ".join(f"{k}={v}" for k, v in c["overrides"].items())
         controls.add_row(c["name"], escape(overrides), escape(c["breaks"]),
-                         ", ".join(c["must_fail"]))  # fmt: skip
+                         "\n".join(c["must_fail"]))  # fmt: skip
     console.print(controls)
     claims = Table(title="claims (checked after the run; value with 95 % CI vs target)",
                    title_justify="left")  # fmt: skip

@@ -1,5 +1,5 @@
-"""Tables that fit the terminal: run ids in full, long text wrapped, the columns that do not fit
-dropped (and named), and one mark (—) for every missing value."""
+"""Tables that fit the terminal: run ids and claim names in full, long text wrapped, the columns
+that do not fit dropped (and named), and one mark (—) for every missing value."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from typing import Any
 import pandas as pd
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from attndyn.cli.ui import terminal
 
 MISSING = "—"
-KEYS = ("run_id", "key")
-"""Columns never wrapped, cut or dropped: ids are copied into other commands."""
+KEYS = ("run_id", "key", "claim")
+"""Columns never wrapped, cut or dropped: ids are copied into other commands, and a claim name
+cut or folded reads as another claim."""
 WIDEST = 24
 """The width a column asks for before it wraps."""
 
@@ -33,12 +35,18 @@ def cell(value: Any) -> str:
 
 
 def fit(
-    columns: list[str], rows: list[list[Any]], width: int, title: str | None = None
+    columns: list[str],
+    rows: list[list[Any]],
+    width: int,
+    title: str | None = None,
+    keep: tuple[str, ...] = (),
 ) -> tuple[Table, list[str]]:
-    """A table of ``rows`` within ``width`` characters and the columns it dropped. Columns are
-    kept in order (the first ones matter most) while their widths fit; ids (``KEYS``) are
-    never wrapped or dropped; other cells wrap at word boundaries or fold."""
-    texts = [[cell(v) for v in row] for row in rows]
+    """A table of ``rows`` within ``width`` characters and the columns it dropped. Ids
+    (``KEYS``) are never wrapped or dropped, the columns named in ``keep`` never dropped; the
+    others are kept in order (the first ones matter most) while their widths fit in what is
+    left. Cells other than ids wrap at word boundaries or fold; a :class:`rich.text.Text` cell
+    keeps its style."""
+    texts = [[v if isinstance(v, Text) else cell(v) for v in row] for row in rows]
 
     def need(i: int, name: str) -> int:
         longest = max([len(r[i]) for r in texts] + [len(name)])
@@ -46,30 +54,39 @@ def fit(
             return longest
         return max(min(longest, WIDEST), min(len(name), WIDEST // 2), 1)
 
-    keep: list[int] = []
-    used = 1  # the table's left border
+    fixed = [i for i, name in enumerate(columns) if name in KEYS or name in keep]
+    shown = set(fixed)
+    used = 1 + sum(need(i, columns[i]) + 3 for i in fixed)  # left border; padding and border
     for i, name in enumerate(columns):
-        extra = need(i, name) + 3  # padding and border
-        if name in KEYS or used + extra <= width:
-            keep.append(i)
+        extra = need(i, name) + 3
+        if i not in shown and used + extra <= width:
+            shown.add(i)
             used += extra
-    dropped = [c for i, c in enumerate(columns) if i not in keep]
+    dropped = [c for i, c in enumerate(columns) if i not in shown]
+    order = sorted(shown)
     table = Table(title=title)
-    for i in keep:
+    for i in order:
         name = columns[i]
         if name in KEYS:
             table.add_column(name, no_wrap=True, min_width=need(i, name))
         else:
             table.add_column(escape(name), overflow="fold")
     for row in texts:
-        table.add_row(*[escape(row[i]) for i in keep])
+        table.add_row(*[_shown(row[i]) for i in order])
     return table, dropped
 
 
-def print_fitted(columns: list[str], rows: list, title: str | None, how: str) -> None:
-    """A table that fits the terminal, naming what it left out and ``how`` to see it."""
+def _shown(text: str | Text) -> str | Text:
+    return text if isinstance(text, Text) else escape(text)
+
+
+def print_fitted(
+    columns: list[str], rows: list, title: str | None, how: str, keep: tuple[str, ...] = ()
+) -> None:
+    """A table that fits the terminal (:func:`fit`), naming what it left out and ``how`` to see
+    it."""
     console = terminal.console
-    table, dropped = fit(columns, rows, console.width, title)
+    table, dropped = fit(columns, rows, console.width, title, keep)
     console.print(table)
     if dropped:
         console.print(dropped_note(dropped, how), markup=False, highlight=False)

@@ -1,7 +1,8 @@
 // A run's observables with plotly.js (copied once into assets/): seed mean, min–max band over
-// seeds, and the stored theory of the same config dashed, on the shared time axis. A run on a
-// log record grid gets a log time axis, without its t = 0 point (which a log axis cannot show);
-// an observable that never changes is one line of text, not a plot.
+// seeds, and the stored theory of the same config dashed, on the shared time axis (labelled with
+// the family's TIME_LABEL, data.time_label). A run on a log record grid gets a log time axis,
+// without its t = 0 point (which a log axis cannot show); an observable that never changes is
+// one line of text, not a plot.
 (function () {
   "use strict";
   const data = JSON.parse(document.getElementById("series").textContent);
@@ -45,7 +46,7 @@
     Plotly.newPlot(div, traces, {
       title: { text: name, font: { size: 14 } },
       margin: { l: 60, r: 12, t: 36, b: 44 },
-      xaxis: { title: { text: logx ? "t (log)" : "t" }, type: logx ? "log" : "linear" },
+      xaxis: { title: { text: data.time_label + (logx ? " (log)" : "") }, type: logx ? "log" : "linear" },
       yaxis: { title: { text: name } },
       legend: { orientation: "h", y: -0.25, font: { size: 11 } },
     }, { displayModeBar: false, responsive: true });
