@@ -31,6 +31,12 @@ A family is a module (or any object) registered in the ``attndyn.families`` entr
 - ``time_axes(config, steps)`` (optional): the record steps → ``{"time": ..., other axes}``
   (the ``times`` of :func:`attndyn.core.simulate.simulate_problem`); default ``time`` = step.
   The dry run lays its placeholders on it.
+- ``memory_terms(config, seeds)`` (optional): the run's largest arrays as a formula of its config,
+  ``{term: bytes}`` for ``seeds`` seeds, each term named by what it is and the fields that size
+  it (``"seeds·batch·seq_len tokens"``): parameters with their gradients and optimiser state,
+  one step's batch and activations, the observation's temporaries, data held per seed. Pure
+  arithmetic on the config: no JAX, no allocation. :mod:`attndyn.runs.memory` sums it and refuses
+  a config above the machine's memory before anything is built; default ``{}`` (not checked).
 
 Every optional attribute has its default in :data:`OPTIONAL`; the loader sets it on a family
 that lacks it (:func:`complete_family`).
@@ -76,6 +82,11 @@ class Benchmark:
         return fn(quick=quick, torch_reference=torch_reference, log=log)
 
 
+def no_memory_terms(config: Any, seeds: int) -> dict[str, float]:
+    """The memory formula of a family that declares none: no terms (the check is skipped)."""
+    return {}
+
+
 def default_time_axes(config: Any, steps: np.ndarray) -> dict[str, np.ndarray]:
     """The time axes of a family that declares none: ``time`` = the record step."""
     return {"time": np.asarray(steps, dtype=np.float64)}
@@ -90,6 +101,7 @@ OPTIONAL: dict[str, Any] = {
     "TIME_LABEL": "time",
     "OBSERVABLES_VERSION": 1,
     "time_axes": default_time_axes,
+    "memory_terms": no_memory_terms,
 }
 """The optional attributes of :class:`Family` and their defaults, which
 :func:`complete_family` sets on a family that lacks them."""
@@ -119,6 +131,8 @@ class Family(Protocol):
     TIME_LABEL: str
 
     def time_axes(self, config: Any, steps: np.ndarray) -> Mapping[str, np.ndarray]: ...
+
+    def memory_terms(self, config: Any, seeds: int) -> Mapping[str, float]: ...
 
 
 @runtime_checkable
@@ -151,6 +165,8 @@ def check_family(obj: Any, name: str) -> None:
         raise TypeError(f"family '{name}': TIME_LABEL must be a string")
     if not callable(getattr(obj, "time_axes", OPTIONAL["time_axes"])):
         raise TypeError(f"family '{name}': time_axes must be a function (config, steps) -> axes")
+    if not callable(getattr(obj, "memory_terms", OPTIONAL["memory_terms"])):
+        raise TypeError(f"family '{name}': memory_terms must be a function (config, seeds) -> dict")
     for bench in getattr(obj, "BENCHMARKS", OPTIONAL["BENCHMARKS"]):
         if not isinstance(bench, Benchmark):
             raise TypeError(f"family '{name}': BENCHMARKS must hold Benchmark entries")

@@ -28,6 +28,7 @@ from attndyn.core.config import (
     validate,
 )
 from attndyn.models import get_family, get_theory
+from attndyn.runs import memory
 from attndyn.store import Store
 
 
@@ -140,9 +141,17 @@ def simulation(
     Returns:
         (Trajectory with dims ``(seed, time)``, read_back); the Trajectory is described under
         :func:`attndyn.api.simulate`.
+
+    Raises:
+        TooLarge: the run is not stored and its estimated memory is above the machine's
+            (:mod:`attndyn.runs.memory`), before anything is allocated.
     """
     module = get_family(family)
-    compute = lambda: module.simulate(config)  # noqa: E731
+
+    def compute() -> xr.Dataset:
+        memory.check(family, config)  # TooLarge (exit 2) before anything is allocated
+        return module.simulate(config)
+
     traj, read_back = load_or_compute(family, config, compute, store, force)
     if read_back and traj.attrs.get("observables_version", 1) != module.OBSERVABLES_VERSION:
         # recorded by an older version of the family's observables: compute it again

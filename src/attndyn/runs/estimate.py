@@ -47,6 +47,8 @@ from functools import partial
 from typing import Any
 
 from attndyn.errors import InputError
+from attndyn.runs.memory import check as check_memory
+from attndyn.runs.memory import size
 
 MAX_HOURS = 1.0
 """Default time limit (hours) above which ``attndyn simulate`` and ``sweep`` ask for ``--yes``."""
@@ -179,7 +181,9 @@ def calibrate(
 ) -> RunEstimate:
     """Estimate ``config``'s run (vmapped over ``seeds``, default its own) from short runs of
     the family's ``simulate`` (module doc). With ``below``, stop as soon as the estimate is
-    surely under ``below`` seconds (an upper bound then: the overhead counted per step)."""
+    surely under ``below`` seconds (an upper bound then: the overhead counted per step).
+    Raises :class:`attndyn.runs.memory.TooLarge`, before any short run, for a config above the
+    machine's memory."""
     return calibrate_with_probe(family, config, seeds, enough_s=enough_s, below=below)[0]
 
 
@@ -200,6 +204,7 @@ def calibrate_with_probe(
     load = _load()
     total = config.total_steps
     n_seeds = config.seeds if seeds is None else len(seeds)
+    check_memory(family, config, n_seeds)  # TooLarge: its short runs would not fit either
     points: list[tuple[int, float]] = []
     compile_s = spent = 0.0
     recompile: list[float] = []
@@ -311,15 +316,6 @@ def duration(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.3g} h"
     return f"{seconds / 86400:.3g} days"
-
-
-def size(n_bytes: float) -> str:
-    """``n_bytes`` in B, kB, MB, GB or TB."""
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if n_bytes < 1000 or unit == "TB":
-            return f"{n_bytes:.3g} {unit}"
-        n_bytes /= 1000
-    return ""
 
 
 def check_max_hours(max_hours: float) -> None:

@@ -45,7 +45,7 @@ def simulate(
     from attndyn.cli.ui.prompts import allow
     from attndyn.core.progress_bars import on_terminal, shown
     from attndyn.models import get_family
-    from attndyn.runs import estimate
+    from attndyn.runs import estimate, memory
     from attndyn.store import Store
 
     estimate.check_max_hours(max_hours)
@@ -53,20 +53,14 @@ def simulate(
     config = runs.family_config(family, opt.config_values(set_, seeds))
     store = Store(out)
     rid = runs.run_id(family, config)
-    if dry_run or (not yes and (force or not store.exists(rid))):
-        if not dry_run:
-            store.check_writable()  # NotWritable (exit 2) before calibrating or computing
-        below = None if dry_run else max_hours * 3600
-        est, error = estimate.try_calibrate(family, config, below=below)
-        if dry_run:
-            stored = store.exists(rid)
-            payload = est.as_json() if est else {"steps": config.total_steps, "error": error}
-            if as_json:
-                print_json({"run_id": rid, "stored": stored, **payload})
-            else:
-                print(f"{family} run {rid} ({'stored' if stored else 'not stored'})")
-                print(estimate.summary_line(est) if est else f"no estimate: {error}")
-            return
+    if dry_run:
+        _dry_run(family, config, rid, store, as_json)
+        return
+    if force or not store.exists(rid):
+        memory.check(family, config)  # TooLarge (exit 2) before anything is allocated
+    if not yes and (force or not store.exists(rid)):
+        store.check_writable()  # NotWritable (exit 2) before calibrating or computing
+        est, _ = estimate.try_calibrate(family, config, below=max_hours * 3600)
         if est is not None:
             what = f"{family} run {rid}"
             allow(lambda: estimate.check_time(est.seconds, max_hours, what, est))
@@ -103,6 +97,35 @@ def simulate(
         )
     state = "reused stored run" if reused else "stored"
     print(f"{state}: {store.path(rid)}")
+
+
+def _dry_run(family, config, rid, store, as_json) -> None:
+    """``simulate --dry-run``: the memory formula, and a calibrated time where the run fits in
+    memory (a config that does not fit is not calibrated: its short runs would not fit either)."""
+    from attndyn.runs import estimate, memory
+
+    stored = store.exists(rid)
+    needs = memory.estimate(family, config)  # a formula: nothing is allocated
+    if memory.fits(needs):
+        est, error = estimate.try_calibrate(family, config)
+    else:
+        available, source = memory.available_bytes()
+        est, error = (
+            None,
+            (
+                f"not calibrated: needs an estimated {estimate.size(needs.total)} of memory, above "
+                f"the {estimate.size(available)} {source}"
+            ),
+        )
+    payload = est.as_json() if est else {"steps": config.total_steps, "error": error}
+    if as_json:
+        print_json({"run_id": rid, "stored": stored, **payload, "peak": needs.as_json()})
+        return
+    print(f"{family} run {rid} ({'stored' if stored else 'not stored'})")
+    print(estimate.summary_line(est) if est else f"no time estimate: {error}")
+    if needs.known:
+        terms = "; ".join(f"{name} {estimate.size(b)}" for name, b in needs.largest(3))
+        print(f"peak memory: about {estimate.size(needs.total)} ({terms})")
 
 
 def predict(

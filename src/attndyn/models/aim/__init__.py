@@ -17,6 +17,7 @@ from __future__ import annotations
 from attndyn.models.aim.bench import BENCHMARKS
 from attndyn.models.aim.config import EXAMPLE, NAME, AIMConfig
 from attndyn.models.aim.config import AIMConfig as Config
+from attndyn.models.aim.memory import memory_terms
 from attndyn.models.aim.model import register_activation
 from attndyn.models.aim.observables import LABELS, OVERFLOW, SUMMARY
 from attndyn.models.aim.simulation import TIME_LABEL, build, simulate, student_side, time_axes

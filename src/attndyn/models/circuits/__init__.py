@@ -17,6 +17,7 @@ from attndyn.models.circuits.bench import BENCHMARKS
 from attndyn.models.circuits.config import EXAMPLE, NAME, CircuitsConfig
 from attndyn.models.circuits.config import CircuitsConfig as Config
 from attndyn.models.circuits.data import test_set
+from attndyn.models.circuits.memory import memory_terms
 from attndyn.models.circuits.observables import LABELS, OVERFLOW, SUMMARY
 from attndyn.models.circuits.simulation import TIME_LABEL, build, simulate, time_axes
 

@@ -28,6 +28,7 @@ from attndyn.models.langevin.config import (
     LangevinConfig,
 )
 from attndyn.models.langevin.config import LangevinConfig as Config
+from attndyn.models.langevin.memory import memory_terms
 from attndyn.models.langevin.model import (
     Potential,
     effective_params,

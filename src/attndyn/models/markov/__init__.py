@@ -19,6 +19,7 @@ from attndyn.models.markov.bench import BENCHMARKS
 from attndyn.models.markov.config import EXAMPLE, NAME, MarkovConfig
 from attndyn.models.markov.config import MarkovConfig as Config
 from attndyn.models.markov.data import PAPER_PI, DataLaw, data_law
+from attndyn.models.markov.memory import memory_terms
 from attndyn.models.markov.observables import (
     LABELS,
     OBSERVABLES_VERSION,

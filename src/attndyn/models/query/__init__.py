@@ -18,6 +18,7 @@ from attndyn.models.base import CONTRACT
 from attndyn.models.query.bench import BENCHMARKS
 from attndyn.models.query.config import EXAMPLE, NAME, QueryConfig
 from attndyn.models.query.config import QueryConfig as Config
+from attndyn.models.query.memory import memory_terms
 from attndyn.models.query.observables import LABELS, OVERFLOW, SUMMARY, observe
 from attndyn.models.query.simulation import (
     TIME_LABEL,
