@@ -52,7 +52,7 @@ def test_paired_flows_are_the_family_population_flow(activation):
 
 
 def test_bad_case_is_refused_with_the_allowed_values():
-    with pytest.raises(ValidationError, match="allowed: tied-h1-H or tied-h2-H"):
+    with pytest.raises(ValidationError, match="allowed: PARAM-ACT-H with PARAM tied or untied"):
         HeadsConfig(cases=["tied-h3-2"])
     with pytest.raises(ValidationError, match="same, swapped"):
         HeadsConfig(flow_activation="other")

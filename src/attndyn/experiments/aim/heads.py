@@ -41,15 +41,16 @@ from attndyn.figures.draw import new_figure, save_figure
 from attndyn.models.aim.config import AIMConfig
 
 NAME = "aim-heads"
-CASE = re.compile(r"^(tied)-(h1|h2)-([234])$")
+CASE = re.compile(r"^(tied|untied)-(h1|h2)-([234])$")
 
 
 class HeadsConfig(ExperimentConfig):
     base: AIMConfig = Base(
         AIMConfig,
-        "tied students, L = 1, Wishart teachers with as many heads as the student, batch 32, "
-        "α_d = lr/(d log d), horizon t = 1 on a linear grid of 5 records; each case sets "
-        "`heads`, `activation`, `lr` and `d`",
+        "tied students with Wishart teachers (untied: product teachers, horizon `t_max_untied` "
+        "on τ = nα_d/d) with as many heads as the student, L = 1, batch 32, α_d = lr/(d log d),"
+        " horizon t = 1 on a linear grid of 5 records; each case sets `param`, `heads`, "
+        "`activation`, `lr`, `t_max` and `d`",
         param="tied",
         L=1,
         batch=32,
@@ -62,12 +63,19 @@ class HeadsConfig(ExperimentConfig):
     cases: list[str] = Field(
         ["tied-h1-2", "tied-h2-2"],
         min_length=1,
-        description="cases PARAM-ACTIVATION-HEADS: param tied, activation h1 or h2, heads 2–4",
+        description="cases PARAM-ACTIVATION-HEADS: param tied or untied, activation h1 or h2, "
+        "heads 2–4",
     )
     d_h1: list[int] = Field(
         [16, 32, 64], min_length=1, description="dimensions for h1 (increasing)"
     )
     d_h2: list[int] = Field([64, 96], min_length=1, description="dimensions for h2 (increasing)")
+    d_untied: list[int] = Field(
+        [16, 32, 64], min_length=1, description="dimensions for untied cases (increasing)"
+    )
+    t_max_untied: float = Field(
+        0.5, gt=0, description="horizon of untied cases on their slow time τ = nα_d/d"
+    )
     lr_h2: float = Field(
         0.03, gt=0, description="step constant c for h2 (G⁴ tails: c = 0.05 diverged at d = 64)"
     )
@@ -93,7 +101,8 @@ class HeadsConfig(ExperimentConfig):
         bad = [c for c in value if not CASE.match(c)]
         if bad:
             raise ValueError(
-                f"unknown cases {bad}; allowed: tied-h1-H or tied-h2-H with H in 2, 3, 4"
+                f"unknown cases {bad}; allowed: PARAM-ACT-H with PARAM tied or untied, ACT h1 or "
+                "h2, H in 2, 3, 4"
             )
         return value
 
@@ -111,7 +120,10 @@ def parse(case: str) -> tuple[str, str, int]:
 
 
 def dims(config: HeadsConfig, case: str) -> list[int]:
-    return config.d_h1 if parse(case)[1] == "h1" else config.d_h2
+    param, act, _ = parse(case)
+    if param == "untied":
+        return config.d_untied
+    return config.d_h1 if act == "h1" else config.d_h2
 
 
 def _cases(config: HeadsConfig) -> list[str]:
@@ -133,7 +145,9 @@ def _shrink_cases(config: HeadsConfig) -> list[str]:
 def model_changes(config: HeadsConfig, case: str, d: int) -> dict[str, Any]:
     param, act, heads = parse(case)
     lr = config.lr_h2 if act == "h2" else config.base.lr
+    t_max = config.t_max_untied if param == "untied" else config.base.t_max
     return dict(
+        t_max=t_max,
         param=param,
         activation=act,
         heads=heads,
@@ -145,12 +159,16 @@ def model_changes(config: HeadsConfig, case: str, d: int) -> dict[str, Any]:
     )
 
 
-def order_names(heads: int) -> list[str]:
-    """The student's order parameters: t_k (k ≤ H) and q_kl (k ≤ H, k ≤ l ≤ 2H)."""
+def order_names(heads: int, param: str = "tied") -> list[str]:
+    """The student's order parameters: tied t_k (k ≤ H) and q_kl (k ≤ H, k ≤ l ≤ 2H); untied
+    m_k, tA_k, tB_k, q1_kl and q2_kl (P1 §4.1's order parameters of S = UVᵀ)."""
     n = 2 * heads
-    t = [f"t_{k}" for k in range(1, heads + 1)]
-    q = [f"q_{k}{l}" for k in range(1, heads + 1) for l in range(k, n + 1)]  # noqa: E741
-    return t + q
+    ks = range(1, heads + 1)
+    pairs = [f"{k}{l}" for k in ks for l in range(k, n + 1)]  # noqa: E741
+    if param == "untied":
+        one = [f"{x}_{k}" for x in ("m", "tA", "tB") for k in ks]
+        return one + [f"{x}_{kl}" for x in ("q1", "q2") for kl in pairs]
+    return [f"t_{k}" for k in ks] + [f"q_{kl}" for kl in pairs]
 
 
 def overlap_names(heads: int) -> list[str]:
@@ -210,13 +228,22 @@ class AIMHeads(Experiment[HeadsConfig]):
     presets = {
         "tiny": {},
         "small": {
-            "cases": ["tied-h1-2", "tied-h2-2", "tied-h1-3", "tied-h2-3"],
+            "cases": ["tied-h1-2", "tied-h2-2", "tied-h1-3", "tied-h2-3", "untied-h1-2"],
             "d_h1": [16, 32, 64, 128],
             "d_h2": [64, 96, 128],
             "quad_log2": 14,
         },
         "paper": {
-            "cases": ["tied-h1-2", "tied-h2-2", "tied-h1-3", "tied-h2-3", "tied-h2-4"],
+            "cases": [
+                "tied-h1-2",
+                "tied-h2-2",
+                "tied-h1-3",
+                "tied-h2-3",
+                "tied-h2-4",
+                "untied-h1-2",
+                "untied-h1-3",
+            ],
+            "d_untied": [32, 64, 128],
             "d_h1": [64, 128, 256],
             "d_h2": [96, 192, 384],
             "seeds": 16,
@@ -252,8 +279,9 @@ class AIMHeads(Experiment[HeadsConfig]):
             "tracks-{}",
             "{}: SGD's drift of the order parameters over the horizon is the population flow's",
             statistic="at the largest d: r = ‖ḡ‖/‖Δ̄_flow‖ over the student's order parameters "
-            "t_k, q_kl (Δ the change over the horizon, g = Δ_SGD − Δ_flow paired by seed, bars "
-            "seed means); jackknife-t 95 % CI over seed pairs",
+            "t_k, q_kl (untied: m_k, tA_k, tB_k, q1_kl, q2_kl); Δ the change over the "
+            "horizon, g = Δ_SGD − Δ_flow paired by seed, bars seed means; jackknife-t 95 % CI "
+            "over seed pairs",
             target=below("track_tol"),
             reason="P1 Thm 1 and Eqs. 7, 25: the flow of Φ is SGD's mean path, up to finite-d "
             "terms that vanish as d grows. The bound ¼ asks that the flow account for SGD's "
@@ -357,8 +385,8 @@ class AIMHeads(Experiment[HeadsConfig]):
         out: dict[tuple[str, int], Any] = {}
         seeds = list(range(config.seed, config.seed + config.seeds))
         for case in config.cases:
-            _, act, heads = parse(case)
-            names = order_names(heads) + overlap_names(heads)
+            param, act, heads = parse(case)
+            names = order_names(heads, param) + overlap_names(heads)
             for d in dims(config, case):
                 changes = model_changes(config, case, d)
                 sgd = ctx.simulate("aim", config.base, **changes)
@@ -396,9 +424,9 @@ class AIMHeads(Experiment[HeadsConfig]):
         pts = results["points"]
         m: dict[str, Any] = {"cases": {}, "finite": True}
         for case in config.cases:
-            _, _, heads = parse(case)
+            param, _, heads = parse(case)
             ds = dims(config, case)
-            names = order_names(heads)
+            names = order_names(heads, param)
             rows: dict[str, Any] = {"d": ds, "gap_norm": [], "rel_gap": [], "spec_sgd": []}
             rows |= {"spec_flow": [], "spec_sgd_time": None, "spec_flow_time": None}
             norms = []
