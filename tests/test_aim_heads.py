@@ -33,13 +33,16 @@ def test_specialisation_finds_the_best_permutation():
 
 
 @pytest.mark.slow  # 11–18 s each beside other jobs
-@pytest.mark.parametrize("activation", ["h1", "h2"])
-def test_paired_flows_are_the_family_population_flow(activation):
+@pytest.mark.parametrize(
+    ("param", "activation"), [("tied", "h1"), ("tied", "h2"), ("untied", "h1")]
+)
+def test_paired_flows_are_the_family_population_flow(param, activation):
     """Seed by seed, the stacked flow is the family theory's population-flow of that seed."""
     common = dict(
         d=10, heads=2, L=1, batch=4, t_max=0.2, records=3, test_size=0, activation=activation
     )
-    names = order_names(2)
+    common["param"] = param
+    names = order_names(2, param)
     theory = dict(method="population-flow", quad_log2=12, rtol=1e-8)
     ones = [predict(AIMTheoryConfig(seed=s, seeds=1, **theory, **common)) for s in (0, 1)]
     times = ones[0]["time"].values
