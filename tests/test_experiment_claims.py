@@ -133,6 +133,13 @@ PINNED: dict[str, list[str]] = {
     ],
     "aim-untied-escape": ["h1-escape-d-scale", "h2-slower-than-h1"],
     "aim-direct-escape": ["h1-escape-d-scale", "h2-escape-outgrows-h1"],
+    "aim-heads": [
+        "tracks-tied-h1-2",
+        "tracks-tied-h2-2",
+        "gap-shrinks-tied-h1-2",
+        "split-rate-tied-h2-2",
+        "no-split-tied-h1-2",
+    ],
     "aim-landscape": [
         "gap-slope-h1",
         "gap-slope-two-layer",
