@@ -129,6 +129,7 @@ PINNED: dict[str, list[str]] = {
         "slow-collapse",
         "dichotomy-trapped",
         "dichotomy-repaired",
+        "dichotomy-student-trapped",
         "theory-slow",
     ],
     "aim-untied-escape": ["h1-escape-d-scale", "h2-slower-than-h1"],
