@@ -139,6 +139,7 @@ PINNED: dict[str, list[str]] = {
         "gap-slope-two-layer",
         "even-gap-order-h1",
         "edgeworth-two-layer",
+        "cor1-width",
     ],
     "circuits-lr-ratio": ["caco-ratio-monotone", "caco-schedule-sharpens"],
     "circuits-parameterization": [
