@@ -19,13 +19,16 @@ from attndyn.experiments.aim.landscape_measure import (
     arch_config,
     cached_potential,
     even_loss,
+    inf_width_constrained,
     mc_population_loss,
     moments,
+    mp_top_moment,
     seed_point,
     theory_values,
 )
 from attndyn.models.aim import AIMConfig
 from attndyn.models.aim.theory.initial import initial_matrices
+from attndyn.models.aim.theory.potential import potential_for
 
 BASE = AIMConfig(param="tied", L=2, output="softmax", dtype="float64", test_size=0)
 
@@ -143,3 +146,25 @@ def test_draws_per_d():
     assert draws(Config(d=[8, 64, 128], samples=1 << 14, scale_samples=True), 8) == 2 * 4096
     plain = Config(d=[32, 64, 128], samples=1 << 15)
     assert {draws(plain, d) for d in plain.d} == {1 << 15}
+
+
+def test_marchenko_pastur_moments_match_the_closed_form():
+    """The whole law's second moment is 1 + y (Marchenko–Pastur, mean 1), and the top fraction's
+    share is more than that fraction of it (the largest eigenvalues carry more mass)."""
+    for y in (0.25, 0.5, 1.0):
+        assert mp_top_moment(y, 1.0) == pytest.approx(1.0 + y, rel=1e-8)
+        assert mp_top_moment(y, 0.5) > 0.5 * (1.0 + y)
+    # the top 1 % lies below the right edge (1 + √y)²: its second moment < 0.01·(1 + √y)⁴
+    assert 0.9 * 0.01 * (1 + 0.5**0.5) ** 4 < mp_top_moment(0.5, 0.01) < 0.01 * (1 + 0.5**0.5) ** 4
+
+
+def test_width_constrained_infimum_is_zero_when_the_student_can_reach_the_teacher():
+    """Without the width constraint (top = q₂₂) the student can be its teacher, so inf Φ = 0; with
+    it, the infimum is positive and below Φ at S₁ = 0."""
+    config = AIMConfig(param="tied", L=2, output="softmax", heads=1, rho=0.25, teacher_rho=0.5)
+    pot = potential_for(config, log2_qmc=10)
+    q22 = 0.75
+    assert inf_width_constrained(pot, q22, q22)["phi"] == pytest.approx(0.0, abs=1e-7)
+    zero = np.array([[0.0, 0.0], [0.0, q22]])
+    constrained = inf_width_constrained(pot, 0.5 * mp_top_moment(0.5, 0.5), q22)["phi"]
+    assert 1e-3 < constrained < pot.value(np.zeros(2), zero, zero)

@@ -285,3 +285,88 @@ def seed_point(
             pot, m_, omega, psi, kappa, psi_factor, edgeworth
         )
     return out
+
+
+def mp_top_moment(ratio: float, fraction: float) -> float:
+    """∫ λ² dμ over the top ``fraction`` of the Marchenko–Pastur law μ of ratio y = ``ratio`` and
+    mean 1 (Marchenko & Pastur 1967): the limit of (1/r*) Σ_{i ≤ fraction·r*} λ_i² over the
+    nonzero eigenvalues of the Wishart teacher W*W*ᵀ (W* ∈ R^{d×r*}, N(0, 1/d) entries, y =
+    r*/d), density √((b − λ)(λ − a))/(2πyλ) on [a, b] = [(1 − √y)², (1 + √y)²]."""
+    from scipy.integrate import quad
+    from scipy.optimize import brentq
+
+    a, b = (1 - np.sqrt(ratio)) ** 2, (1 + np.sqrt(ratio)) ** 2
+
+    def density(x: float) -> float:
+        return float(np.sqrt(max((b - x) * (x - a), 0.0)) / (2 * np.pi * ratio * x))
+
+    if fraction >= 1:
+        return float(quad(lambda x: x * x * density(x), a, b)[0])
+    edge = brentq(lambda t: quad(density, t, b)[0] - fraction, a, b, xtol=1e-13)
+    return float(quad(lambda x: x * x * density(x), edge, b)[0])
+
+
+def inf_width_constrained(
+    potential: Potential, top: float, q22: float, time: float = 100.0, rtol: float = 1e-6
+) -> dict:
+    """inf Φ over the order parameters (q₁₁, q₁₂) a PSD student of rank r can realise against a
+    fixed teacher of second moment q₂₂ = Tr(S₂²)/d (P1 Cor. 1, Eq. 6; L = 2 tokens, C = I,
+    centred tied forms, so Ω = Ψ = q): by von Neumann's trace inequality q₁₂ ≤ √(q₁₁·top), with
+    ``top`` = (1/d) Σ_{i ≤ r} λ_i(S₂)², the bound reached by S₁ ∝ the top-r part of S₂. Φ
+    decreases in q₁₂ at the optimum, so the infimum lies on that boundary: a minimisation over
+    s = q₁₁ alone, by the gradient flow ds/dt = −dΦ/ds (central differences, step 10⁻⁶) to
+    ``time`` (:func:`attndyn.core.ode.integrate`), from s = top (the value at the end moves by
+    < 10⁻⁸ between rtol 10⁻⁹, time 400 and the defaults). ``top = q₂₂`` drops the width
+    constraint (Cauchy–Schwarz only): the student can reach S₂ itself."""
+    from attndyn.core.ode import integrate
+
+    def phi(s: float) -> float:
+        s = max(s, 1e-12)
+        q12 = np.sqrt(s * top)
+        q = np.array([[s, q12], [q12, q22]])
+        return potential.value(np.zeros(2), q, q)
+
+    def rhs(_t, y):
+        h = 1e-6
+        return np.array([-(phi(y[0] + h) - phi(y[0] - h)) / (2 * h)])
+
+    s = float(integrate(rhs, np.array([top]), np.array([0.0, time]), rtol=rtol)[0, -1])
+    return {"phi": phi(s) + potential.constant, "q11": s}
+
+
+def cor1_point(
+    config: AIMConfig,
+    seed: int,
+    flow_time: float,
+    flow_log2_qmc: int,
+    samples: int,
+    chunk: int = 4096,
+) -> dict[str, float]:
+    """One seed of P1 Cor. 1 at finite d: the tied student (rank r = ρd) minimised over its own
+    factor W by the gradient flow of the population potential Φ_d (:class:`~attndyn.models.aim.
+    theory.population.PopulationFlow`, 2^flow_log2_qmc nodes) from the seed's initial W to
+    ``flow_time``, and the finite-d population loss E_x L at that minimiser by Monte Carlo
+    (:func:`mc_population_loss`, ``mc``); beside it Φ_d there (``phi_min``) and the teacher's
+    order parameters (``q22``, ``top``: (1/d) Σ of its r largest squared eigenvalues)."""
+    from attndyn.models.aim.theory.population import flow_for
+
+    student, teacher = initial_matrices(config, seed)
+    flow = flow_for(config, potential_for(config, log2_qmc=flow_log2_qmc), teacher, cumulants=2)
+    end = flow.solve(student, np.array([0.0, flow_time]), rtol=1e-6)[-1]
+    pot = cached_potential(config, MC_NODES)
+    mom = moments(config, pot, end, teacher)
+    key = jax.random.fold_in(jax.random.PRNGKey(MC_KEY + seed), config.d)
+    mc = mc_population_loss(config, pot, end, teacher, mom, key, samples, chunk)
+    w = np.asarray(teacher["F"])[0]
+    lam = np.sort(np.linalg.eigvalsh(w @ w.T))[::-1]
+    r = np.asarray(student["F"]).shape[-1]
+    q22, top = float(np.sum(lam**2) / config.d), float(np.sum(lam[:r] ** 2) / config.d)
+    return {
+        "mc": mc["mc"],
+        "mc_se": mc["mc_se"],
+        "phi_min": flow.value(end),
+        # the same potential's infimum over this teacher's realisable set (von Neumann's bound)
+        "phi_bound": inf_width_constrained(flow.potential, top, q22)["phi"],
+        "q22": q22,
+        "top": top,
+    }

