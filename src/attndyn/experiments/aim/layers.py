@@ -255,10 +255,10 @@ class AIMLayers(Experiment[LayersConfig]):
                     "gap": mean_ci(gap),
                     "gap_phi3": mean_ci(gap3),
                     "relative": jackknife_ci(
-                        [gap, phi], lambda g, p: abs(np.mean(g) / np.mean(p)), paired=True
+                        [gap, phi], lambda g, p: float(abs(np.mean(g) / np.mean(p))), paired=True
                     ),
                     "share": jackknife_ci(
-                        [gap, phi3 - phi], lambda g, e: np.mean(g) / np.mean(e), paired=True
+                        [gap, phi3 - phi], lambda g, e: float(np.mean(g) / np.mean(e)), paired=True
                     ),
                 }
             per_d[d] = row
