@@ -210,8 +210,9 @@ def test_runs_command_family_where_json_csv_and_table(folder, monkeypatch, capsy
 
 
 def test_runs_table_at_80_columns_keeps_kind_and_the_varying_fields(folder, monkeypatch, capsys):
-    """The table puts run_id, family, kind and the config fields that vary first; a narrow
-    terminal drops the bookkeeping columns on the right, and says so."""
+    """The table puts run_id, family, kind and the config fields that vary first, and keeps
+    status and n_diverged at any width (issue 51); a narrow terminal drops the other columns on
+    the right, and names them."""
     from rich.console import Console
 
     from attndyn.cli.ui import terminal
@@ -221,9 +222,12 @@ def test_runs_table_at_80_columns_keeps_kind_and_the_varying_fields(folder, monk
     code, out, _ = cli(monkeypatch, capsys, "runs", "--out", str(store.root), "--family", "aim")
     header = next(line for line in out.splitlines() if "run_id" in line)
     assert code == 0
-    for column in ("family", "kind", "d", "lr", "seed"):
+    for column in ("family", "kind", "d", "lr", "status", "n_diverged"):
         assert f" {column} " in header, (column, header)
-    assert "not shown" in out and "created" in out.split("not shown")[1]
+    assert "not shown" in out
+    hidden = out.split("not shown")[1]
+    assert "created" in hidden
+    assert " seed " in header or "seed" in hidden  # a varying field is shown or named
 
 
 def test_runs_command_bad_family_lists_the_stored_ones(folder, monkeypatch, capsys):
