@@ -422,7 +422,7 @@ def test_experiment_presets_validate():
     from attndyn.claims.runner import experiment_config
 
     exp, small = experiment_config("aim-untied", "small", {})
-    assert exp.cases(small) == ["h1", "h2-centred", "h2-repaired"]
+    assert exp.cases(small) == ["h1", "h2-centred", "h2-repaired", "h2-student-trapped"]
     _, paper = experiment_config("aim-untied", "paper", {})
     assert paper.d[-1] == 800 and paper.base.batch == 4096
     assert paper.base.lr / (800 * np.log(800)) == pytest.approx(0.01 / 4096)

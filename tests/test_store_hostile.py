@@ -733,15 +733,17 @@ def test_a_ctrl_c_lost_in_a_gc_callback_is_raised_again_quietly(capsys):
     with interrupt.handling():
         gc.callbacks.append(collect)
         start = time.monotonic()
-        try:
+        collected = {}  # the interrupt is raised again after the collection, which in a large
+        try:  # process under load takes a second or more of its own: timed from its end
             with deadline(10), pytest.raises(KeyboardInterrupt):
                 gc.collect()
+                collected["at"] = time.monotonic()
                 assert interrupt.REQUESTED.is_set()
                 while time.monotonic() - start < 5:
                     time.sleep(0.01)
         finally:
             gc.callbacks.remove(collect)
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - collected.get("at", start) < 1.0
     assert sys.unraisablehook is old_hook and not interrupt.REQUESTED.is_set()
     assert capsys.readouterr().err == ""
 
