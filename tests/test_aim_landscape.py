@@ -168,3 +168,16 @@ def test_width_constrained_infimum_is_zero_when_the_student_can_reach_the_teache
     zero = np.array([[0.0, 0.0], [0.0, q22]])
     constrained = inf_width_constrained(pot, 0.5 * mp_top_moment(0.5, 0.5), q22)["phi"]
     assert 1e-3 < constrained < pot.value(np.zeros(2), zero, zero)
+
+
+@pytest.mark.slow
+def test_a_theory_run_stored_without_its_quadrature_check_is_not_read_back(tmp_path):
+    """A preset stores its smaller d without the coarse quadrature (kept at the largest d only);
+    a preset whose largest d is one of those computes it again rather than reading back a run
+    without `phi_coarse` (a KeyError before)."""
+    from attndyn.claims.runner import run_experiment
+
+    small = {"archs": ["h1"], "seeds": 2, "samples": 1024, "log2_qmc": 8}
+    run_experiment("aim-landscape", "tiny", {**small, "d": [8, 16, 32]}, out=tmp_path)
+    outcome = run_experiment("aim-landscape", "tiny", {**small, "d": [4, 8, 16]}, out=tmp_path)
+    assert {c.name for c in outcome.claims} >= {"gap-slope-h1", "even-gap-order-h1"}

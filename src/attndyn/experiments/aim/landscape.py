@@ -350,7 +350,10 @@ class AIMLandscape(Experiment[LandscapeConfig]):
                     )
 
                 a = ctx.compute(f"{NAME}:mc:v1:n{n}:c{config.chunk}", cfg, mc)
-                b = ctx.compute(th_key, cfg, theory)
+                # the coarse values (the quadrature check) exist at the largest d only: a run
+                # stored without them is another run (a preset whose largest d is this one
+                # must not read it back)
+                b = ctx.compute(th_key + ("" if d == config.d[-1] else ":fine"), cfg, theory)
                 out[(arch, d)] = {
                     **{k: a[k].values for k in a.data_vars},
                     **{k: b[k].values for k in b.data_vars},
