@@ -149,6 +149,7 @@ PINNED: dict[str, list[str]] = {
         "cor1-width",
     ],
     "aim-layers": ["readout-follows-theory", "layer1-edgeworth-share"],
+    "aim-strong-recovery": ["pl-rate", "rate-gap-shrinks"],
     "circuits-lr-ratio": ["caco-ratio-monotone", "caco-schedule-sharpens"],
     "circuits-parameterization": [
         "fafo-diffuse",

@@ -179,15 +179,15 @@ class AIMStrongRecovery(Experiment):
     notes = (
         "Identities moved to unit tests (tests/test_aim_strong_recovery.py): along the exact "
         "flow −dΦ/dt ≥ 8λ_min(S1)Φ (Eq. 394's PL bound with c₀ = λ_min(S1)), and the flow's rate "
-        "tends to 8c.",
+        "tends to 8c.\n\n"
         "**A retired record.** As first declared the rate was claimed at every d "
         "(`pl-rate-d{}`, 1 ± 0.1). The tiny preset passed at seed offset 0 (d = 32: 0.93 [0.914, "
         "0.945]; d = 64: 0.976 [0.97, 0.981]) and **failed at offsets 1000 and 2000 at d = 32: "
         "0.908 [0.891, 0.925] and 0.91 [0.894, 0.926]** (d = 64: 0.967, 0.968). At d = 32, "
         "dα_d = 1/32 and the Itô drift slows SGD by 7–9 % (`rate-gap-shrinks` measures it). "
         "Cor. 6 is a d → ∞ statement: the claim is now at the largest d, with the smaller d's "
-        "reported, and was judged at seed offsets 3000, 4000 and 5000, drawn after this change.",
-        "Not covered: Cor. 9 (the untied model's strong recovery); P1 gives no untied example.",
+        "reported, and was judged at seed offsets 3000, 4000 and 5000, drawn after this change.\n\n"
+        "Not covered: Cor. 9 (the untied model's strong recovery); P1 gives no untied example."
     )
 
     def run(self, config: StrongRecoveryConfig, ctx: RunContext) -> dict[str, Any]:
