@@ -37,6 +37,13 @@ A family is a module (or any object) registered in the ``attndyn.families`` entr
   one step's batch and activations, the observation's temporaries, data held per seed. Pure
   arithmetic on the config: no JAX, no allocation. :mod:`attndyn.runs.memory` sums it and refuses
   a config above the machine's memory before anything is built; default ``{}`` (not checked).
+- ``flops_floor(config, seeds)`` (optional): lower bounds ``(per_step, per_record)`` on the
+  floating-point operations of one optimiser step and of one record point, all ``seeds`` seeds
+  together: the products the step cannot skip (the tokens' projections and their gradients), the
+  matrices an observation must form. Pure arithmetic, like ``memory_terms``.
+  :func:`attndyn.runs.estimate.floor_seconds` divides them by the machine's measured matmul
+  throughput, a time no run can beat, so a config far above the time limit is refused, and a dry
+  run answered, without a calibration run; default ``(0, 0)`` (no floor).
 
 Every optional attribute has its default in :data:`OPTIONAL`; the loader sets it on a family
 that lacks it (:func:`complete_family`).
@@ -87,6 +94,11 @@ def no_memory_terms(config: Any, seeds: int) -> dict[str, float]:
     return {}
 
 
+def no_flops_floor(config: Any, seeds: int) -> tuple[float, float]:
+    """The FLOP floor of a family that declares none: (0, 0), no floor."""
+    return 0.0, 0.0
+
+
 def default_time_axes(config: Any, steps: np.ndarray) -> dict[str, np.ndarray]:
     """The time axes of a family that declares none: ``time`` = the record step."""
     return {"time": np.asarray(steps, dtype=np.float64)}
@@ -102,6 +114,7 @@ OPTIONAL: dict[str, Any] = {
     "OBSERVABLES_VERSION": 1,
     "time_axes": default_time_axes,
     "memory_terms": no_memory_terms,
+    "flops_floor": no_flops_floor,
 }
 """The optional attributes of :class:`Family` and their defaults, which
 :func:`complete_family` sets on a family that lacks them."""
@@ -133,6 +146,8 @@ class Family(Protocol):
     def time_axes(self, config: Any, steps: np.ndarray) -> Mapping[str, np.ndarray]: ...
 
     def memory_terms(self, config: Any, seeds: int) -> Mapping[str, float]: ...
+
+    def flops_floor(self, config: Any, seeds: int) -> tuple[float, float]: ...
 
 
 @runtime_checkable
@@ -167,6 +182,8 @@ def check_family(obj: Any, name: str) -> None:
         raise TypeError(f"family '{name}': time_axes must be a function (config, steps) -> axes")
     if not callable(getattr(obj, "memory_terms", OPTIONAL["memory_terms"])):
         raise TypeError(f"family '{name}': memory_terms must be a function (config, seeds) -> dict")
+    if not callable(getattr(obj, "flops_floor", OPTIONAL["flops_floor"])):
+        raise TypeError(f"family '{name}': flops_floor must be a function (config, seeds) -> pair")
     for bench in getattr(obj, "BENCHMARKS", OPTIONAL["BENCHMARKS"]):
         if not isinstance(bench, Benchmark):
             raise TypeError(f"family '{name}': BENCHMARKS must hold Benchmark entries")

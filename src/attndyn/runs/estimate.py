@@ -31,6 +31,14 @@ dry run (:mod:`attndyn.claims.dryrun`), a sweep's (:mod:`attndyn.sweep.estimate`
 and all check a limit with :func:`check_time`, which raises :class:`TooLong` (the command line
 asks the user; library code never prompts).
 
+Before any of that, :func:`floor_seconds` bounds the run from below at no cost: the family's
+``flops_floor`` (FLOPs a step and a record point cannot skip) over :data:`PEAK_MARGIN` times the
+machine's measured float32 matmul throughput (:func:`attndyn.core.timing.matmul_peak`, about
+0.2 s once per process). A run above the time limit by its floor is refused without a
+calibration, and a dry run whose first calibration call alone would take over
+:data:`DRY_RUN_CALIBRATION_S` reports the floor instead (issue 48: ``simulate aim --set d=4096``
+was refused only after a 222 s calibration).
+
 ``flops_per_step`` and ``bytes_per_step`` are XLA's operation count of the compiled loop the
 calibration ran (:mod:`attndyn.core.cost`: the trainer's step, or the flow's Runge–Kutta steps
 spread over the optimiser steps), for all the run's seeds; None where no loop reported one.
@@ -43,7 +51,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from attndyn.errors import InputError
@@ -58,6 +66,13 @@ ENOUGH_S = 0.25
 is trusted."""
 
 FIRST_STEPS = 16
+PEAK_MARGIN = 4.0
+"""The floor divides FLOPs by this multiple of the measured matmul throughput: the
+measurement's own load, float32 against float64, and GEMM shapes faster than the probe's."""
+DRY_RUN_CALIBRATION_S = 0.5
+"""A dry run calibrates only if its first short run's floor is below this many seconds (a
+calibration makes at least three such calls, each usually 3–20× its floor: aim at d = 2000 has a
+1.4 s floor and took 37 s to calibrate)."""
 GROWTH = 16
 REPEATS = 2
 """Timings of the last calibration call; the best is kept (a burst of load inflates one)."""
@@ -254,6 +269,42 @@ def calibrate_with_probe(
         load=load,
     )
     return est, traj
+
+
+@cache
+def peak_flops() -> float:
+    """The machine's measured float32 matmul throughput (FLOP/s), once per process: a 1024² GEMM,
+    best of 3 with numpy and with jitted ``jnp.dot`` on the default device."""
+    from attndyn.core.timing import matmul_peak
+
+    return matmul_peak(n=1024, repeats=3)["matmul_peak_gflops"] * 1e9
+
+
+def floor_seconds(
+    family: str,
+    config: Any,
+    seeds: int | None = None,
+    steps: int | None = None,
+    records: int | None = None,
+) -> float:
+    """A time no run of ``config`` can beat: the family's ``flops_floor`` for ``steps``
+    optimiser steps and ``records`` record points (default the config's own) over
+    :data:`PEAK_MARGIN` × :func:`peak_flops`; 0 for a family without a floor."""
+    from attndyn.models import get_family
+
+    n_seeds = config.seeds if seeds is None else seeds
+    per_step, per_record = get_family(family).flops_floor(config, n_seeds)
+    if per_step <= 0 and per_record <= 0:
+        return 0.0
+    n_steps = config.total_steps if steps is None else steps
+    n_records = record_count(config) if records is None else records
+    return (per_step * n_steps + per_record * n_records) / (PEAK_MARGIN * peak_flops())
+
+
+def calibration_floor(family: str, config: Any) -> float:
+    """:func:`floor_seconds` of the calibration's first short run (:data:`FIRST_STEPS` steps,
+    two record points)."""
+    return floor_seconds(family, config, steps=min(config.total_steps, FIRST_STEPS), records=2)
 
 
 def try_calibrate(

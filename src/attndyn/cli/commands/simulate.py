@@ -60,10 +60,15 @@ def simulate(
         memory.check(family, config)  # TooLarge (exit 2) before anything is allocated
     if not yes and (force or not store.exists(rid)):
         store.check_writable()  # NotWritable (exit 2) before calibrating or computing
-        est, _ = estimate.try_calibrate(family, config, below=max_hours * 3600)
-        if est is not None:
-            what = f"{family} run {rid}"
-            allow(lambda: estimate.check_time(est.seconds, max_hours, what, est))
+        floor = estimate.floor_seconds(family, config)  # no run can beat it: seconds to know
+        if floor > max_hours * 3600:
+            what = f"{family} run {rid} (at least: its FLOPs over the measured matmul peak)"
+            allow(lambda: estimate.check_time(floor, max_hours, what))
+        else:
+            est, _ = estimate.try_calibrate(family, config, below=max_hours * 3600)
+            if est is not None:
+                what = f"{family} run {rid}"
+                allow(lambda: estimate.check_time(est.seconds, max_hours, what, est))
     with shown(on_terminal(progress, as_json)), on_devices:
         traj, reused = runs.simulation(family, config, store, force)
     rid = traj.attrs["run_id"]
@@ -100,14 +105,25 @@ def simulate(
 
 
 def _dry_run(family, config, rid, store, as_json) -> None:
-    """``simulate --dry-run``: the memory formula, and a calibrated time where the run fits in
-    memory (a config that does not fit is not calibrated: its short runs would not fit either)."""
+    """``simulate --dry-run``: the memory formula, the time floor, and a calibrated time where
+    the run fits in memory (a config that does not fit is not calibrated: its short runs would not
+    fit either) and its first short run takes seconds by its floor."""
     from attndyn.runs import estimate, memory
 
     stored = store.exists(rid)
     needs = memory.estimate(family, config)  # a formula: nothing is allocated
-    if memory.fits(needs):
+    floor = estimate.floor_seconds(family, config)
+    first = estimate.calibration_floor(family, config)
+    if memory.fits(needs) and first <= estimate.DRY_RUN_CALIBRATION_S:
         est, error = estimate.try_calibrate(family, config)
+    elif memory.fits(needs):
+        est, error = (
+            None,
+            "not calibrated: its first short run alone would take at least "
+            f"{estimate.duration(first)}"
+            f"; the run at least {estimate.duration(floor)} (its FLOPs over the measured matmul "
+            "peak)",
+        )
     else:
         available, source = memory.available_bytes()
         est, error = (
@@ -119,7 +135,15 @@ def _dry_run(family, config, rid, store, as_json) -> None:
         )
     payload = est.as_json() if est else {"steps": config.total_steps, "error": error}
     if as_json:
-        print_json({"run_id": rid, "stored": stored, **payload, "peak": needs.as_json()})
+        print_json(
+            {
+                "run_id": rid,
+                "stored": stored,
+                **payload,
+                "floor_seconds": floor,
+                "peak": needs.as_json(),
+            }
+        )
         return
     print(f"{family} run {rid} ({'stored' if stored else 'not stored'})")
     print(estimate.summary_line(est) if est else f"no time estimate: {error}")

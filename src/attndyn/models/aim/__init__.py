@@ -17,6 +17,7 @@ from __future__ import annotations
 from attndyn.models.aim.bench import BENCHMARKS
 from attndyn.models.aim.config import EXAMPLE, NAME, AIMConfig
 from attndyn.models.aim.config import AIMConfig as Config
+from attndyn.models.aim.flops import flops_floor
 from attndyn.models.aim.memory import memory_terms
 from attndyn.models.aim.model import register_activation
 from attndyn.models.aim.observables import LABELS, OVERFLOW, SUMMARY

@@ -12,7 +12,7 @@ simulation.py (``build(config)``, the trainer's Problem with groups ``qk`` and `
 
 from __future__ import annotations
 
-from attndyn.models.base import CONTRACT
+from attndyn.models.base import CONTRACT, no_flops_floor
 from attndyn.models.circuits.bench import BENCHMARKS
 from attndyn.models.circuits.config import EXAMPLE, NAME, CircuitsConfig
 from attndyn.models.circuits.config import CircuitsConfig as Config
@@ -26,5 +26,8 @@ OBSERVABLES_VERSION = 1
 
 THEORY = "attndyn.models.circuits.theory"
 """The theory module (:mod:`attndyn.models.circuits.theory`)."""
+
+flops_floor = no_flops_floor
+"""No FLOP floor declared (docs/plugins.md): the time comes from the calibration alone."""
 
 __all__ = [*CONTRACT, "CircuitsConfig", "test_set"]

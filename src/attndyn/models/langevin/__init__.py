@@ -18,7 +18,7 @@ the experiments use.
 
 from __future__ import annotations
 
-from attndyn.models.base import CONTRACT
+from attndyn.models.base import CONTRACT, no_flops_floor
 from attndyn.models.langevin.bench import BENCHMARKS
 from attndyn.models.langevin.config import (
     BETA_OF_S,
@@ -44,6 +44,9 @@ OBSERVABLES_VERSION = 1
 
 THEORY = "attndyn.models.langevin.theory"
 """The theory module (:mod:`attndyn.models.langevin.theory`)."""
+
+flops_floor = no_flops_floor
+"""No FLOP floor declared (docs/plugins.md): the time comes from the calibration alone."""
 
 __all__ = [
     *CONTRACT,

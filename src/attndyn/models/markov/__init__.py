@@ -14,7 +14,7 @@ and weight snapshots the experiments use.
 
 from __future__ import annotations
 
-from attndyn.models.base import CONTRACT
+from attndyn.models.base import CONTRACT, no_flops_floor
 from attndyn.models.markov.bench import BENCHMARKS
 from attndyn.models.markov.config import EXAMPLE, NAME, MarkovConfig
 from attndyn.models.markov.config import MarkovConfig as Config
@@ -38,6 +38,9 @@ from attndyn.models.markov.simulation import (
 
 THEORY = "attndyn.models.markov.theory"
 """The theory module (:mod:`attndyn.models.markov.theory`)."""
+
+flops_floor = no_flops_floor
+"""No FLOP floor declared (docs/plugins.md): the time comes from the calibration alone."""
 
 __all__ = [
     *CONTRACT,

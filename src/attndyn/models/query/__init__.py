@@ -14,7 +14,7 @@ and reduced.py (the exact reduced sampler), observables.py (``observe``, ``SUMMA
 
 from __future__ import annotations
 
-from attndyn.models.base import CONTRACT
+from attndyn.models.base import CONTRACT, no_flops_floor
 from attndyn.models.query.bench import BENCHMARKS
 from attndyn.models.query.config import EXAMPLE, NAME, QueryConfig
 from attndyn.models.query.config import QueryConfig as Config
@@ -34,5 +34,8 @@ OBSERVABLES_VERSION = 1
 
 THEORY = "attndyn.models.query.theory"
 """The theory module (:mod:`attndyn.models.query.theory`)."""
+
+flops_floor = no_flops_floor
+"""No FLOP floor declared (docs/plugins.md): the time comes from the calibration alone."""
 
 __all__ = [*CONTRACT, "QueryConfig", "observe", "token_spec", "ode_times"]

@@ -1,0 +1,74 @@
+"""Lower bounds on the AIM simulation's floating-point work (the ``flops_floor`` hook of
+:mod:`attndyn.models.base`): products that a step and an observation cannot skip, counted at
+2mnk FLOPs for an (m×k)·(k×n) product, per seed, times the seeds run at once under ``vmap``.
+
+Per step (P1 §3.1: G_ijk = x_iᵀ S_k x_j/√d on the B·L tokens of a batch): each student index
+projects the tokens, X·W (tied), X·U and X·V (untied) or X·S (direct), and its gradient needs the
+transposed product once more; a teacher index projects them once (the identity teacher S = cI
+needs only the Gram matrices x_iᵀx_j). Per record point (observables.py): every index's d×d
+matrix is formed (F Fᵀ, U Vᵀ with U Uᵀ and V Vᵀ; the identity teacher's √c·I·(√c·I)ᵀ too), each
+distinct prefix of the moment words of degree 3 to ``moment_degree`` is one d×d product
+(:func:`attndyn.models.aim.words.word_traces` caches them), and the test loss needs one
+projection of the test tokens. Softmax, activations, the optimiser and elementwise work are not
+counted.
+"""
+
+from __future__ import annotations
+
+from attndyn.models.aim.config import AIMConfig
+from attndyn.models.aim.words import canonical_words
+
+MAX_WORDS = 200_000
+"""Enumerate the moment words only up to this many letter sequences; beyond, count one product
+per degree (still a lower bound)."""
+
+
+def _width(ratio: float, d: int) -> int:
+    return max(1, int(round(ratio * d)))
+
+
+def prefix_products(config: AIMConfig) -> int:
+    """The d×d products the observation's moment words need: distinct prefixes of length ≥ 2 of
+    the canonical words of degree 3..moment_degree (observables.py's alphabet)."""
+    names: list[str] = []
+    transpose: dict[str, str] = {}
+    kinds = [config.param] * config.n_student + [config.teacher_kind] * config.n_teacher
+    for k, kind in enumerate(kinds, start=1):
+        if kind in ("tied", "wishart", "identity"):
+            names.append(f"{k}")
+            transpose[f"{k}"] = f"{k}"
+            continue
+        names += [f"{k}", f"{k}T"]
+        transpose |= {f"{k}": f"{k}T", f"{k}T": f"{k}"}
+        if kind in ("untied", "product"):
+            names += [f"A{k}", f"B{k}"]
+            transpose |= {f"A{k}": f"A{k}", f"B{k}": f"B{k}"}
+    degrees = range(3, config.moment_degree + 1)
+    if sum(len(names) ** n for n in degrees) > MAX_WORDS:
+        return len(degrees)
+    prefixes = {
+        word[:j] for n in degrees for word in canonical_words(names, transpose, n)
+        for j in range(2, n)
+    }  # fmt: skip
+    return len(prefixes)
+
+
+def flops_floor(config: AIMConfig, seeds: int) -> tuple[float, float]:
+    """(FLOPs per optimiser step, FLOPs per record point), lower bounds for ``seeds`` seeds."""
+    d, L, B, n_test = config.d, config.L, config.batch, config.test_size
+    r, r_star = _width(config.rho, d), _width(config.teacher_rho, d)
+    k, k_star = config.n_student, config.n_teacher
+    cols = {"tied": r, "direct": d, "untied": 2 * r}[config.param]  # columns projected per index
+    teacher_cols = {"wishart": r_star, "product": 2 * r_star, "identity": 0}[config.teacher_kind]
+    gram = L * d if config.teacher_kind == "identity" else 0  # x_iᵀx_j per token pair
+    step = 2.0 * B * L * d * (2 * k * cols + k_star * teacher_cols) + 2.0 * B * L * gram
+    form = {"tied": 2.0 * d * d * r, "direct": 0.0, "untied": 6.0 * d * d * r}[config.param]
+    teacher_form = {
+        "wishart": 2.0 * d * d * r_star,
+        "product": 6.0 * d * d * r_star,
+        "identity": 2.0 * d**3,
+    }[config.teacher_kind]
+    moments = 2.0 * d**3 * prefix_products(config)
+    test = 2.0 * n_test * L * d * (k * cols + k_star * teacher_cols)
+    record = k * form + k_star * teacher_form + moments + test
+    return seeds * step, seeds * record
