@@ -345,3 +345,30 @@ def test_relative_corpora_need_a_folder(monkeypatch, tmp_path):
     _, config = experiment_config("markov-text", "small", {"data_dir": str(tmp_path / "x")})
     with pytest.raises(InputError, match=r"\(data_dir\)"):
         resolve(config, "wikitext2_valid.txt")
+
+
+def test_hf_revision_is_read_and_in_the_run_id(monkeypatch):
+    """Issue 48: a data set's revision is an input. ``corpus_revision`` reaches load_dataset and
+    the run id; without it nothing is passed and the id is the one runs were stored under."""
+    from attndyn.core.config import run_id, validate
+    from attndyn.models import markov
+
+    seen = []
+
+    def fake(name, config, split, **kw):
+        seen.append(kw)
+        return [{"text": "the cat sat on the mat ."}] * 50
+
+    text.hf_text("hf:wikitext-2", 100, load_dataset=fake, revision="b08601e")
+    text.hf_text("hf:wikitext-2", 100, load_dataset=fake)
+    assert seen == [{"revision": "b08601e"}, {}]
+    base = dict(data="text", corpus="hf:wikitext-2")
+    plain = validate(markov.Config, base)
+    pinned = validate(markov.Config, dict(base, corpus_revision="b08601e"))
+    other = validate(markov.Config, dict(base, corpus_revision="refs/convert/parquet"))
+    ids = {run_id("markov", c) for c in (plain, pinned, other)}
+    assert len(ids) == 3
+    assert plain.corpus_revision is None
+    for bad, corpus in (("b08601e", "gen:topic-words"), ("a b", "hf:wikitext-2")):
+        with pytest.raises(InputError, match="corpus_revision"):
+            validate(markov.Config, dict(data="text", corpus=corpus, corpus_revision=bad))

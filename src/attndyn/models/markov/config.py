@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
@@ -27,6 +27,10 @@ class MarkovConfig(SimulationConfig):
     (``corpus``). π is ``pi`` when given, else built by ``pi_kind`` (docs/markov.md, "Data").
     Time: ``time`` = lr·step, the gradient-flow time for GD and the flow solver.
     """
+
+    ID_NEUTRAL: ClassVar[dict] = {"corpus_revision": None}
+    """Fields added after runs were stored, at the value that keeps their ids
+    (:func:`attndyn.core.config.identity`)."""
 
     t_max: float = Field(500.0, gt=0, description="horizon in flow time lr·step")
     # --- data ---------------------------------------------------------------------------------
@@ -76,6 +80,15 @@ class MarkovConfig(SimulationConfig):
         None,
         description="text: a local text file, or hf:wikitext-2 / hf:wikitext-103 / "
         "hf:tinystories (Hugging Face datasets, when installed)",
+    )
+    corpus_revision: str | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9._/-]+$",
+        description="text, hf: corpora: the data set's Hub revision (a commit hash, tag or "
+        "branch), read with it and part of the run id; None reads the default branch, which "
+        'the run id cannot follow (docs/markov.md, "Text")',
     )
     vocab: int = Field(200, ge=3, le=100_000, description="text: vocabulary size incl. <unk>")
     tokenizer: Literal["word", "bpe"] = Field(
@@ -150,6 +163,14 @@ class MarkovConfig(SimulationConfig):
     def _corpus(cls, v: str | None, info: ValidationInfo) -> str | None:
         if info.data.get("data") == "text" and not v:
             raise ValueError("data='text' needs corpus (a text file path or hf:NAME)")
+        return v
+
+    @field_validator("corpus_revision")
+    @classmethod
+    def _revision(cls, v: str | None, info: ValidationInfo) -> str | None:
+        corpus = info.data.get("corpus") or ""
+        if v is not None and not corpus.startswith("hf:"):
+            raise ValueError("needs an hf: corpus (a Hugging Face data set)")
         return v
 
     @field_validator("causal")

@@ -121,9 +121,10 @@ def join_rows(rows: Iterable[dict], separator: str, max_chars: int) -> str:
     return separator.join(parts)
 
 
-def hf_text(source: str, max_chars: int, load_dataset=None) -> str:
+def hf_text(source: str, max_chars: int, load_dataset=None, revision: str | None = None) -> str:
     """The text of ``hf:NAME`` through Hugging Face ``datasets`` (``load_dataset`` injectable
-    for tests); a one-line :class:`InputError` when the library or the data set is missing."""
+    for tests) at the Hub ``revision`` (None: the default branch); a one-line
+    :class:`InputError` when the library or the data set is missing."""
     if source not in HF_SOURCES:
         raise InputError(
             f"invalid value for 'corpus': unknown data set {source!r} (known: "
@@ -140,7 +141,8 @@ def hf_text(source: str, max_chars: int, load_dataset=None) -> str:
             ) from None
         load_dataset = datasets.load_dataset
     try:
-        rows = load_dataset(name, config, split="train")
+        pinned = {} if revision is None else {"revision": revision}
+        rows = load_dataset(name, config, split="train", **pinned)
         return join_rows(rows, separator, max_chars)
     except Exception as err:  # any failure (offline, no cache, renamed set) → one line
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
@@ -249,11 +251,11 @@ def generated_text(source: str) -> str:
     return GENERATED[source].text()
 
 
-def source_text(source: str, max_tokens: int) -> str:
-    """The cleaned text of ``corpus`` (a file or a Hugging Face data set; a generated corpus as
-    it is)."""
+def source_text(source: str, max_tokens: int, revision: str | None = None) -> str:
+    """The cleaned text of ``corpus`` (a file or a Hugging Face data set at ``revision``; a
+    generated corpus as it is)."""
     if source.startswith("hf:"):
-        text = hf_text(source, CHARS_PER_TOKEN * max_tokens)
+        text = hf_text(source, CHARS_PER_TOKEN * max_tokens, revision=revision)
     elif source.startswith(GENERATED_PREFIX):
         return generated_text(source)
     else:
@@ -311,8 +313,10 @@ TOKENIZERS = {"word": word_corpus, "bpe": bpe_corpus}
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(source: str, stamp: str, vocab: int, tokenizer: str, max_tokens: int) -> Corpus:
-    return TOKENIZERS[tokenizer](source_text(source, max_tokens), vocab, max_tokens)
+def _cached(
+    source: str, stamp: str, vocab: int, tokenizer: str, max_tokens: int, revision: str | None
+) -> Corpus:
+    return TOKENIZERS[tokenizer](source_text(source, max_tokens, revision), vocab, max_tokens)
 
 
 def load_corpus(config) -> Corpus:
@@ -325,7 +329,8 @@ def load_corpus(config) -> Corpus:
     path = Path(source).expanduser()
     local = not source.startswith(("hf:", GENERATED_PREFIX))
     stamp = file_digest(path) if local and path.is_file() else ""  # its content, as the run id
-    corpus = _cached(source, stamp, config.vocab, config.tokenizer, config.max_tokens)
+    revision = getattr(config, "corpus_revision", None)
+    corpus = _cached(source, stamp, config.vocab, config.tokenizer, config.max_tokens, revision)
     if getattr(config, "shuffle_tokens", False):
         perm = np.random.default_rng(0).permutation(corpus.tokens.size)
         corpus = Corpus(corpus.tokens[perm], corpus.vocab, corpus.decoder)
