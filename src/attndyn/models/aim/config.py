@@ -253,13 +253,17 @@ class AIMConfig(SimulationConfig):
     @property
     def student_kinds(self) -> list[str]:
         """The parameterisation of each student index (head h's layers take entry h)."""
-        per_head = self.head_params or [self.param] * self.heads
+        per_head: list[str] = [self.param] * self.heads
+        if self.head_params is not None:
+            per_head = list(self.head_params)
         return [p for p in per_head for _ in range(self.layers + 1)]
 
     @property
     def teacher_kinds(self) -> list[str]:
         """The kind of each teacher index (head h's layers take entry h)."""
-        per_head = self.teacher_head_kinds or [self.teacher_kind] * self.n_teacher_heads
+        per_head: list[str] = [self.teacher_kind] * self.n_teacher_heads
+        if self.teacher_head_kinds is not None:
+            per_head = list(self.teacher_head_kinds)
         return [p for p in per_head for _ in range(self.layers + 1)]
 
     @property

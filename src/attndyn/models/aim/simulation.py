@@ -101,16 +101,21 @@ def init_values(key: jax.Array, config: AIMConfig, heads: int, dtype) -> jax.Arr
 def student_side(params: dict | list[dict], param: str) -> dict | list[dict]:
     """Student parameters in the ``forms`` layout (per head for a list: {"W"} is tied)."""
     if isinstance(params, list):
-        return [student_side(p, "tied" if "W" in p else "other") for p in params]
-    if param == "tied":
-        return {"F": params["W"]}
-    return dict(params)
+        return [_block_side(p) for p in params]
+    return _block_side(params) if param == "tied" else dict(params)
+
+
+def _block_side(block: dict) -> dict:
+    """One block of student parameters in the ``forms`` layout ({"W"} → {"F"})."""
+    if "W" in block:
+        return {"F": block["W"]}
+    return dict(block)
 
 
 def params_of(side: dict | list[dict], param: str) -> dict | list[dict]:
     """The inverse of :func:`student_side`: simulator parameters from the ``forms`` layout."""
     if isinstance(side, list):
-        return [params_of(s, "tied" if "F" in s else "other") for s in side]
+        return [{"W": s["F"]} if "F" in s else dict(s) for s in side]
     return {"W": side["F"]} if param == "tied" else dict(side)
 
 
