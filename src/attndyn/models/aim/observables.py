@@ -7,6 +7,8 @@ For indices k, l (students first, then teachers), with S_k the index's matrix:
   pPsi = Psi − t t, pOmega = Omega − t t, pplus/pminus = (pOmega ± pPsi)/2;
 - untied (P1 §4.1): m_k = Tr M_k/√d, q1_kl = Tr(M_k M_lᵀ)/d, q2_kl = Tr(M_k M_l)/d,
   qsym_kl = Tr((M_k + M_kᵀ)(M_l + M_lᵀ))/d (Fig. 3), tA_k = Tr(U Uᵀ)/d, tB_k = Tr(V Vᵀ)/d;
+- per-head kinds (``head_params``): each kind's extras present, the pair ones for every pair,
+  m_k, tA_k, tB_k for the product indices (untied students, product teachers) only;
 - mu_<word> = Tr(Z_1 ⋯ Z_w)/d for words of degree 3..M over the letters {S_k, S_kᵀ} (tied: the
   S_k are symmetric; untied adds A_k, B_k), one per class under cyclic rotation and
   transpose-reversal. Degrees 1 and 2 are the t's and q's above.
@@ -94,7 +96,8 @@ def observe(student, teacher, param: str | tuple[str, ...], moment_degree: int) 
             out[f"qsym_{tag}"] = 2.0 * (q1 + q)
     if "untied" in kinds:
         for k, m in enumerate(mats, start=1):
-            out[f"m_{k}"] = jnp.trace(m["S"]) / jnp.sqrt(d)
+            if isinstance(param, str) or "A" in m:  # mixed heads: the product indices only
+                out[f"m_{k}"] = jnp.trace(m["S"]) / jnp.sqrt(d)
             if "A" in m:
                 out[f"tA_{k}"] = jnp.trace(m["A"]) / d
                 out[f"tB_{k}"] = jnp.trace(m["B"]) / d
