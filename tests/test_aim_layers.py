@@ -61,11 +61,11 @@ def test_two_layer_spelling_is_one_layer_softmax():
 
 
 def test_new_fields_keep_every_stored_run_id():
-    """layers, values and value_scale at their neutral values are not hashed: a config's identity
-    is what it was before they existed (every stored aim run keeps its id); set otherwise, they
-    are."""
+    """layers, values, value_scale, head_params and teacher_head_kinds at their neutral values
+    are not hashed: a config's identity is what it was before they existed (every stored aim run
+    keeps its id); set otherwise, they are."""
     config = validate(aim.Config, dict(d=32, param="untied"))
-    added = {"layers", "values", "value_scale"}
+    added = {"layers", "values", "value_scale", "head_params", "teacher_head_kinds"}
     assert set(identity(config)) == set(canonical(config)) - added
     for change in (dict(layers=1), dict(layers=1, values="gaussian", teacher="product")):
         changed = validate(aim.Config, dict(d=32, param="untied", **change))

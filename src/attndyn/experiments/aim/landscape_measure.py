@@ -65,12 +65,8 @@ def mirrored_potential(config: AIMConfig, log2_qmc: int) -> Potential:
 
 def centred_flags(config: AIMConfig, potential: Potential) -> np.ndarray:
     """Which indices (students then teachers) have centred forms (the simulator's convention)."""
-    from attndyn.models.aim.theory.initial import n_student
-
-    n_s = n_student(config)
-    return np.array(
-        [config.param != "untied"] * n_s + [config.teacher_kind != "product"] * (potential.K - n_s)
-    )
+    kinds = config.student_kinds + config.teacher_kinds
+    return np.array([k not in ("untied", "product") for k in kinds])
 
 
 def moments(config: AIMConfig, potential: Potential, student: dict, teacher: dict):
@@ -84,7 +80,8 @@ def moments(config: AIMConfig, potential: Potential, student: dict, teacher: dic
             ]
         )
         m, omega, psi = order_parameters(mats, centred_flags(config, potential))
-        symmetric = config.param == "tied" and config.teacher_kind != "product"
+        symmetric = all(k in ("tied", "wishart", "identity") for k in
+                        config.student_kinds + config.teacher_kinds)  # fmt: skip
         kappa = ThirdCumulants(potential, symmetric)(mats)
         return tuple(np.asarray(a, np.float64) for a in (m, omega, psi, kappa))
 
@@ -183,7 +180,7 @@ def mc_population_loss(
     monomials of the reduced forms as control variates (``mc``, module docstring), each with its
     standard error (``*_se``); and the same for the odd part ½E_x[L(G) − L(−G)] (``odd``, control
     variates: the odd monomials), whose Gaussian value is 0."""
-    if config.param != "tied" or config.C is not None:
+    if config.param != "tied" or config.mixed or config.C is not None:
         raise ValueError("mc_population_loss: tied students and C = I only (centred forms)")
     m, omega, psi, kappa = moments_
     basis = reduction(potential)

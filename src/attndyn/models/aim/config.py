@@ -19,7 +19,8 @@ class AIMConfig(SimulationConfig):
     Tokens X ~ N(0, C ⊗ I_d) (L tokens in R^d). Every index k (student or teacher) enters only
     through the quadratic forms G_ijk = (x_iᵀ S_k x_j − c C_ij Tr S_k)/√d, with c = 1 (centred) for
     tied and direct students and symmetric teachers, c = 0 for untied students and the product
-    teacher (P1 §3.1, §4.1, App. E).
+    teacher (P1 §3.1, §4.1, App. E). With ``head_params`` / ``teacher_head_kinds`` each head has
+    its own parameterisation (P1 Eqs. 1–2: each head its own S^(h)) and the rule holds per index.
     """
 
     d: int = Field(64, ge=2, le=65_536, description="input dimension")
@@ -54,6 +55,17 @@ class AIMConfig(SimulationConfig):
         "auto",
         description="teacher S*: wishart W*W*ᵀ, identity (scale·I), product U*V*ᵀ; "
         "auto = product for untied students, wishart otherwise",
+    )
+    head_params: list[Literal["tied", "direct", "untied"]] | None = Field(
+        None,
+        description="per-head student parameterisation (one entry per head, P1 Eqs. 1–2 give "
+        "each head its own S^(h)); every layer of head h uses entry h; None = every head uses "
+        "param; param must be one of the entries and sets the time axis (docs/aim.md)",
+    )
+    teacher_head_kinds: list[Literal["wishart", "identity", "product"]] | None = Field(
+        None,
+        description="per-head teacher kind (one entry per teacher head); None = every head is "
+        "teacher's kind",
     )
     teacher_rho: float = Field(0.5, gt=0, le=8, description="teacher width ratio r*/d")
     teacher_scale: float = Field(
@@ -106,7 +118,13 @@ class AIMConfig(SimulationConfig):
     )
     test_size: int = Field(256, ge=0, le=100_000, description="held-out samples for the test loss")
 
-    ID_NEUTRAL: ClassVar[dict] = {"layers": 0, "values": "identity", "value_scale": 1.0}
+    ID_NEUTRAL: ClassVar[dict] = {
+        "layers": 0,
+        "values": "identity",
+        "value_scale": 1.0,
+        "head_params": None,
+        "teacher_head_kinds": None,
+    }
     """Fields added after runs were stored, at the value that keeps their ids
     (:func:`attndyn.core.config.identity`)."""
 
@@ -120,6 +138,28 @@ class AIMConfig(SimulationConfig):
             values = {**values, "output": "softmax", "layers": 1}
         return values
 
+    @model_validator(mode="before")
+    @classmethod
+    def _uniform_heads(cls, values: Any) -> Any:
+        """A per-head list whose entries all equal the plain field's value is that plain config
+        (``None``): the same run id and the same simulation, bit for bit."""
+        if not isinstance(values, dict):
+            return values
+        param = values.get("param", "tied")
+        heads = values.get("heads", 1)
+        teacher_heads = values.get("teacher_heads") or heads
+        kind = values.get("teacher", "auto")
+        if kind == "auto":
+            kind = "product" if param == "untied" else "wishart"
+        for name, plain, n in (
+            ("head_params", param, heads),
+            ("teacher_head_kinds", kind, teacher_heads),
+        ):
+            given = values.get(name)
+            if isinstance(given, list) and len(given) == n and all(g == plain for g in given):
+                values = {**values, name: None}
+        return values
+
     @field_validator("activation")
     @classmethod
     def _known_activation(cls, value: str) -> str:
@@ -130,11 +170,39 @@ class AIMConfig(SimulationConfig):
         return value
 
     @model_validator(mode="after")
+    def _check_head_lists(self) -> AIMConfig:
+        if self.head_params is not None:
+            if len(self.head_params) != self.heads:
+                raise ValueError(
+                    f"head_params: needs one entry per head (heads = {self.heads}), got "
+                    f"{len(self.head_params)}"
+                )
+            if self.param not in self.head_params:
+                raise ValueError(
+                    f"head_params: param ({self.param!r}) must be one of the entries: it sets the "
+                    "time axis of a mixed student"
+                )
+        if self.teacher_head_kinds is not None:
+            if len(self.teacher_head_kinds) != self.n_teacher_heads:
+                raise ValueError(
+                    f"teacher_head_kinds: needs one entry per teacher head (teacher_heads = "
+                    f"{self.n_teacher_heads}), got {len(self.teacher_head_kinds)}"
+                )
+            if self.teacher_kind not in self.teacher_head_kinds:
+                raise ValueError(
+                    f"teacher_head_kinds: teacher ({self.teacher_kind!r}) must be one of the "
+                    "entries (wishart, identity, product)"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _check_means(self) -> AIMConfig:
-        if self.init_mean is not None and self.param != "untied":
-            raise ValueError("init_mean needs param='untied'")
-        if self.teacher_mean is not None and self.teacher_kind != "product":
-            raise ValueError("teacher_mean needs the product teacher")
+        if self.init_mean is not None and "untied" not in self.student_kinds:
+            raise ValueError("init_mean needs param='untied' (or an untied head in head_params)")
+        if self.teacher_mean is not None and "product" not in self.teacher_kinds:
+            raise ValueError(
+                "teacher_mean needs the product teacher (or a product head in teacher_head_kinds)"
+            )
         return self
 
     @model_validator(mode="after")
@@ -149,7 +217,8 @@ class AIMConfig(SimulationConfig):
 
     @model_validator(mode="after")
     def _check_values(self) -> AIMConfig:
-        if self.values != "identity" and (self.param != "untied" or self.teacher_kind != "product"):
+        uncentred = set(self.student_kinds) == {"untied"} and set(self.teacher_kinds) == {"product"}
+        if self.values != "identity" and not uncentred:
             raise ValueError(
                 "values: gaussian value matrices need uncentred forms (param='untied' with the "
                 "product teacher, P1 App. B.1); tied and direct forms are centred through V = I"
@@ -177,6 +246,33 @@ class AIMConfig(SimulationConfig):
         return "product" if self.param == "untied" else "wishart"
 
     @property
+    def mixed(self) -> bool:
+        """Whether the heads differ in parameterisation (student) or kind (teacher)."""
+        return self.head_params is not None or self.teacher_head_kinds is not None
+
+    @property
+    def student_kinds(self) -> list[str]:
+        """The parameterisation of each student index (head h's layers take entry h)."""
+        per_head: list[str] = [self.param] * self.heads
+        if self.head_params is not None:
+            per_head = list(self.head_params)
+        return [p for p in per_head for _ in range(self.layers + 1)]
+
+    @property
+    def teacher_kinds(self) -> list[str]:
+        """The kind of each teacher index (head h's layers take entry h)."""
+        per_head: list[str] = [self.teacher_kind] * self.n_teacher_heads
+        if self.teacher_head_kinds is not None:
+            per_head = list(self.teacher_head_kinds)
+        return [p for p in per_head for _ in range(self.layers + 1)]
+
+    @property
+    def observed_param(self) -> str | tuple[str, ...]:
+        """The ``param`` argument of :func:`~attndyn.models.aim.observables.observe`: ``param``,
+        or the student's kinds when the heads differ (each kind's extra observables)."""
+        return self.param if self.head_params is None else tuple(sorted(set(self.head_params)))
+
+    @property
     def n_teacher_heads(self) -> int:
         return self.teacher_heads or self.heads
 
@@ -200,7 +296,7 @@ class AIMConfig(SimulationConfig):
     @property
     def time_per_sample(self) -> float:
         """Macroscopic time per sample (P1 §3.2, §4.2, App. E): tied 4α_d/d, direct and untied
-        (slow) α_d/d."""
+        (slow) α_d/d; a mixed student (``head_params``) runs on the axis of ``param``."""
         factor = 4.0 if self.param == "tied" else 1.0
         return factor * self.alpha_d / self.d
 

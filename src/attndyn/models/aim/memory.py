@@ -21,17 +21,18 @@ def memory_terms(config: AIMConfig, seeds: int) -> dict[str, float]:
     d, L, B = config.d, config.L, config.batch
     r, r_star = _width(config.rho, d), _width(config.teacher_rho, d)
     k, k_star = config.n_student, config.n_teacher
-    student = {"tied": k * d * r, "direct": k * d * d, "untied": 2 * k * d * r}[config.param]
+    size = {"tied": d * r, "direct": d * d, "untied": 2 * d * r}
+    student = sum(size[p] for p in config.student_kinds)
     teacher = {"wishart": d * r_star, "identity": d * d, "product": 2 * d * r_star}
     # observation: one d×d matrix per letter (untied: S, Sᵀ, A, B) and cached word prefixes
-    letters = (4 if config.param == "untied" else 1) * k + (
-        4 if config.teacher_kind == "product" else 1
-    ) * k_star
+    letters = sum(4 if p == "untied" else 1 for p in config.student_kinds) + sum(
+        4 if p == "product" else 1 for p in config.teacher_kinds
+    )
     n_obs = letters * (letters + 1) * d * d
     n_tokens = 3 * (B + config.test_size) * L * (d + k * r + k_star * r_star)
     terms = {
         "seeds·d·rho·d student (param, heads, layers) with gradients": COPIES * student,
-        "seeds·d·teacher_rho·d teacher": k_star * teacher[config.teacher_kind],
+        "seeds·d·teacher_rho·d teacher": sum(teacher[p] for p in config.teacher_kinds),
         "seeds·d² observation matrices (param, heads, moment_degree)": n_obs,
         "seeds·(batch + test_size)·L·d tokens and forms": n_tokens,
     }

@@ -111,6 +111,15 @@ def forms(side: dict, x: jax.Array, cov: jax.Array, centred: bool) -> jax.Array:
     return raw / jnp.sqrt(jnp.asarray(d, x.dtype))
 
 
+def side_forms(side: dict | list[dict], x: jax.Array, cov: jax.Array, centred: bool) -> jax.Array:
+    """:func:`forms` of one side; a list (one block per head, ``head_params``) gives each block's
+    forms in index order, centred per block by the rule of the module docstring (c = 0 for a
+    product {"U", "V"}, else 1; ``centred`` is then unused)."""
+    if not isinstance(side, list):
+        return forms(side, x, cov, centred)
+    return jnp.concatenate([forms(b, x, cov, "U" not in b) for b in side], axis=1)
+
+
 # --------------------------------------------------------------------------------------------
 # Output functions: forms of one side, G[b, K, L, L] -> outputs y[b, ...]
 

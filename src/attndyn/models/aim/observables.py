@@ -7,6 +7,8 @@ For indices k, l (students first, then teachers), with S_k the index's matrix:
   pPsi = Psi − t t, pOmega = Omega − t t, pplus/pminus = (pOmega ± pPsi)/2;
 - untied (P1 §4.1): m_k = Tr M_k/√d, q1_kl = Tr(M_k M_lᵀ)/d, q2_kl = Tr(M_k M_l)/d,
   qsym_kl = Tr((M_k + M_kᵀ)(M_l + M_lᵀ))/d (Fig. 3), tA_k = Tr(U Uᵀ)/d, tB_k = Tr(V Vᵀ)/d;
+- per-head kinds (``head_params``): each kind's extras present, the pair ones for every pair,
+  m_k, tA_k, tB_k for the product indices (untied students, product teachers) only;
 - mu_<word> = Tr(Z_1 ⋯ Z_w)/d for words of degree 3..M over the letters {S_k, S_kᵀ} (tied: the
   S_k are symmetric; untied adds A_k, B_k), one per class under cyclic rotation and
   transpose-reversal. Degrees 1 and 2 are the t's and q's above.
@@ -22,10 +24,13 @@ import jax.numpy as jnp
 from attndyn.models.aim.words import canonical_words, word_traces
 
 
-def index_matrices(side: dict) -> list[dict]:
+def index_matrices(side: dict | list[dict]) -> list[dict]:
     """d×d matrices of each stacked index on one side: {"S": S_k} plus "A", "B" for products.
 
-    Sides: {"F": factors} (S = FFᵀ), {"Ssym": symmetric S}, {"S": general S}, {"U", "V"}."""
+    Sides: {"F": factors} (S = FFᵀ), {"Ssym": symmetric S}, {"S": general S}, {"U", "V"}, or a
+    list of such blocks (one per head, ``head_params``) in index order."""
+    if isinstance(side, list):
+        return [m for block in side for m in index_matrices(block)]
     out = []
     if "F" in side:
         for f in side["F"]:
@@ -58,8 +63,10 @@ def letters(mats: list[dict]) -> dict[str, tuple[Any, str]]:
     return alphabet
 
 
-def observe(student: dict, teacher: dict, param: str, moment_degree: int) -> dict:
-    """All order parameters for one seed (see module docstring)."""
+def observe(student, teacher, param: str | tuple[str, ...], moment_degree: int) -> dict:
+    """All order parameters for one seed (see module docstring); ``param`` names the student's
+    parameterisation, or a tuple of them for per-head ones (the extras of each kind present)."""
+    kinds = {param} if isinstance(param, str) else set(param)
     mats = index_matrices(student) + index_matrices(teacher)
     d = mats[0]["S"].shape[0]
     n = len(mats)
@@ -73,7 +80,7 @@ def observe(student: dict, teacher: dict, param: str, moment_degree: int) -> dic
         q = jnp.sum(sk * sl.T) / d  # Tr(S_k S_l)/d
         out[f"q_{tag}"] = q
         out[f"p_{tag}"] = q - t[k] * t[l]
-        if param == "direct":
+        if "direct" in kinds:
             omega = jnp.sum(sk * sl) / d  # Tr(S_k S_lᵀ)/d
             out[f"Psi_{tag}"] = q
             out[f"Omega_{tag}"] = omega
@@ -82,14 +89,15 @@ def observe(student: dict, teacher: dict, param: str, moment_degree: int) -> dic
             out[f"pOmega_{tag}"] = p_omega
             out[f"pplus_{tag}"] = 0.5 * (p_omega + p_psi)
             out[f"pminus_{tag}"] = 0.5 * (p_omega - p_psi)
-        if param == "untied":
+        if "untied" in kinds:
             q1 = jnp.sum(sk * sl) / d
             out[f"q1_{tag}"] = q1
             out[f"q2_{tag}"] = q
             out[f"qsym_{tag}"] = 2.0 * (q1 + q)
-    if param == "untied":
+    if "untied" in kinds:
         for k, m in enumerate(mats, start=1):
-            out[f"m_{k}"] = jnp.trace(m["S"]) / jnp.sqrt(d)
+            if isinstance(param, str) or "A" in m:  # mixed heads: the product indices only
+                out[f"m_{k}"] = jnp.trace(m["S"]) / jnp.sqrt(d)
             if "A" in m:
                 out[f"tA_{k}"] = jnp.trace(m["A"]) / d
                 out[f"tB_{k}"] = jnp.trace(m["B"]) / d

@@ -26,15 +26,27 @@ def _width(ratio: float, d: int) -> int:
     return max(1, int(round(ratio * d)))
 
 
-def init_student(key: jax.Array, config: AIMConfig, dtype) -> dict:
+def init_student(key: jax.Array, config: AIMConfig, dtype) -> dict | list[dict]:
     """P1 initialisations: W, S (not symmetric, so t₁(0) ≈ 0) or U, V with i.i.d. N(0, s²/d)
-    entries; V has scale init_scale·v_scale so that t^A ≠ t^B (Assumption 4.4)."""
-    d, k = config.d, config.n_student
+    entries; V has scale init_scale·v_scale so that t^A ≠ t^B (Assumption 4.4). With
+    ``head_params``, a list of one such block per head (its layers), head h drawn from
+    ``fold_in(key, h)``."""
+    if config.head_params is None:
+        return _student_block(key, config, config.param, config.n_student, dtype)
+    return [
+        _student_block(jax.random.fold_in(key, h), config, kind, config.layers + 1, dtype)
+        for h, kind in enumerate(config.head_params)
+    ]
+
+
+def _student_block(key: jax.Array, config: AIMConfig, kind: str, k: int, dtype) -> dict:
+    """``k`` stacked student indices of parameterisation ``kind`` (:func:`init_student`)."""
+    d = config.d
     s = config.init_scale / np.sqrt(d)
     ku, kv = jax.random.split(key)
-    if config.param == "tied":
+    if kind == "tied":
         return {"W": s * jax.random.normal(ku, (k, d, _width(config.rho, d)), dtype)}
-    if config.param == "direct":
+    if kind == "direct":
         return {"S": s * jax.random.normal(ku, (k, d, d), dtype)}
     r = _width(config.rho, d)
     u = s * jax.random.normal(ku, (k, d, r), dtype)
@@ -49,13 +61,23 @@ def _set_mean(u: jax.Array, v: jax.Array, mean: float) -> jax.Array:
     return v + c[:, None, None] * u
 
 
-def init_teacher(key: jax.Array, config: AIMConfig, dtype) -> dict:
+def init_teacher(key: jax.Array, config: AIMConfig, dtype) -> dict | list[dict]:
     """Teacher indices: wishart F F*ᵀ (F entries N(0, scale/d), width teacher_rho·d), identity
-    scale·I (F = √scale·I), or product U*V*ᵀ (entries N(0, scale/d))."""
-    d, k = config.d, config.n_teacher
+    scale·I (F = √scale·I), or product U*V*ᵀ (entries N(0, scale/d)). With
+    ``teacher_head_kinds``, a list of one block per head, head h drawn from ``fold_in(key, h)``."""
+    if config.teacher_head_kinds is None:
+        return _teacher_block(key, config, config.teacher_kind, config.n_teacher, dtype)
+    return [
+        _teacher_block(jax.random.fold_in(key, h), config, kind, config.layers + 1, dtype)
+        for h, kind in enumerate(config.teacher_head_kinds)
+    ]
+
+
+def _teacher_block(key: jax.Array, config: AIMConfig, kind: str, k: int, dtype) -> dict:
+    """``k`` stacked teacher indices of ``kind`` (:func:`init_teacher`)."""
+    d = config.d
     s = np.sqrt(config.teacher_scale / d)
     r = _width(config.teacher_rho, d)
-    kind = config.teacher_kind
     ku, kv = jax.random.split(key)
     if kind == "wishart":
         return {"F": s * jax.random.normal(ku, (k, d, r), dtype)}
@@ -76,11 +98,25 @@ def init_values(key: jax.Array, config: AIMConfig, heads: int, dtype) -> jax.Arr
     return config.value_scale / np.sqrt(config.d) * jax.random.normal(key, shape, dtype)
 
 
-def student_side(params: dict, param: str) -> dict:
-    """Student parameters in the ``forms`` layout."""
-    if param == "tied":
-        return {"F": params["W"]}
-    return dict(params)
+def student_side(params: dict | list[dict], param: str) -> dict | list[dict]:
+    """Student parameters in the ``forms`` layout (per head for a list: {"W"} is tied)."""
+    if isinstance(params, list):
+        return [_block_side(p) for p in params]
+    return _block_side(params) if param == "tied" else dict(params)
+
+
+def _block_side(block: dict) -> dict:
+    """One block of student parameters in the ``forms`` layout ({"W"} → {"F"})."""
+    if "W" in block:
+        return {"F": block["W"]}
+    return dict(block)
+
+
+def params_of(side: dict | list[dict], param: str) -> dict | list[dict]:
+    """The inverse of :func:`student_side`: simulator parameters from the ``forms`` layout."""
+    if isinstance(side, list):
+        return [{"W": s["F"]} if "F" in s else dict(s) for s in side]
+    return {"W": side["F"]} if param == "tied" else dict(side)
 
 
 def build(config: AIMConfig) -> Problem:
@@ -111,7 +147,7 @@ def build(config: AIMConfig) -> Problem:
             return model.network_output(
                 side, x, values, maps[who], heads[who], config.layers, config.beta, config.layer_c
             )
-        return maps[who](model.forms(side, x, cov, centred))
+        return maps[who](model.side_forms(side, x, cov, centred))
 
     def outputs(params, state, x):
         values = state.get("values", {})
@@ -150,7 +186,7 @@ def build(config: AIMConfig) -> Problem:
 
     def observe_fn(params, state):
         student = jax.tree.map(lambda a: a, student_side(params, config.param))
-        obs = observe(student, state["teacher"], config.param, config.moment_degree)
+        obs = observe(student, state["teacher"], config.observed_param, config.moment_degree)
         if config.test_size > 0:
             y, y_star = outputs(params, state, state["x_test"])
             obs["loss"] = jnp.mean(model.squared_error(y, y_star, config.loss_scale))
@@ -173,10 +209,11 @@ VALUES_STREAM = 0x56414C53
 
 def time_axes(config: AIMConfig, steps: np.ndarray) -> dict[str, np.ndarray]:
     """The paper's time axes at record ``steps``: ``time`` = samples · τ_d (tied τ_d = 4α_d/d,
-    direct and untied α_d/d; P1 §3.2, App. E) and, untied, the fast time ``time_fast`` = nα_d."""
+    direct and untied α_d/d; P1 §3.2, App. E; a mixed student: that of ``param``) and, with an
+    untied head, the fast time ``time_fast`` = nα_d."""
     samples = np.asarray(steps, dtype=np.int64) * config.batch
     axes = {"time": samples * config.time_per_sample}
-    if config.param == "untied":
+    if "untied" in config.student_kinds:
         axes["time_fast"] = samples * config.alpha_d
     return axes
 

@@ -106,6 +106,15 @@ class AIMTheoryConfig(AIMConfig):
 
     @model_validator(mode="after")
     def _method_fits(self) -> AIMTheoryConfig:
+        if self.mixed:
+            if self.method != "population-flow":
+                raise ValueError(
+                    "head_params, teacher_head_kinds: per-head kinds need method="
+                    f"'population-flow' (got '{self.method}')"
+                )
+            if self.values != "identity":
+                raise ValueError("values: the theory needs V = I (values='identity')")
+            return self
         tied_only = self.method in ("hierarchy", "matrix-flow")
         if tied_only and self.param != "tied":
             raise ValueError(f"method '{self.method}' needs param='tied' (got '{self.param}')")
@@ -317,7 +326,7 @@ def _population_flow(config, potential, times) -> dict[str, np.ndarray]:
         path = flow.solve(student, times, config.rtol)
         for i, side in enumerate(path):  # a stopped solve's records are NaN, and so is all
             with jax.enable_x64(True):  # that is observed of them
-                obs = observe(side, teacher, config.param, config.moment_degree)
+                obs = observe(side, teacher, config.observed_param, config.moment_degree)
             obs = {k: float(v) for k, v in obs.items()} | {"loss": flow.value(side)}
             for name, v in obs.items():
                 acc.setdefault(name, np.zeros(len(times)))

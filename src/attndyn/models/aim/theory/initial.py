@@ -48,7 +48,7 @@ def initial_observables(config: AIMConfig, degree: int) -> dict[str, float]:
     for seed in seeds:
         student, teacher = initial_matrices(config, seed)
         with jax.enable_x64(True):
-            obs = observe(student, teacher, config.param, max(degree, 2))
+            obs = observe(student, teacher, config.observed_param, max(degree, 2))
         for k, v in obs.items():
             acc[k] = acc.get(k, 0.0) + float(v) / len(seeds)
     return acc
@@ -62,8 +62,8 @@ def limit_state(config: AIMConfig) -> dict[str, float]:
     q = Tr S²/d → σ⁴ρ(1 + ρ) (Marchenko–Pastur moments); the identity teacher σ·I has t = σ,
     q = σ². Independent indices are asymptotically free, so q_kl → t_k t_l for k ≠ l. Students:
     ρ = ``rho``, σ² = ``init_scale``²; teachers: ρ = ``teacher_rho``, σ² = ``teacher_scale``."""
-    if config.param != "tied":
-        raise ValueError(f"limit_state: tied AIM only (param={config.param!r})")
+    if config.param != "tied" or config.mixed:
+        raise ValueError(f"limit_state: tied AIM only (param={config.param!r}, uniform heads)")
     s2 = config.init_scale**2
     t = [config.rho * s2] * n_student(config)
     q = [s2 * s2 * config.rho * (1 + config.rho)] * n_student(config)

@@ -38,8 +38,8 @@ from jax.flatten_util import ravel_pytree
 
 from attndyn.core.ode import integrate
 from attndyn.models.aim.observables import observe
-from attndyn.models.aim.simulation import build
-from attndyn.models.aim.theory.initial import initial_matrices, n_student
+from attndyn.models.aim.simulation import build, params_of
+from attndyn.models.aim.theory.initial import initial_matrices
 from attndyn.models.aim.theory.potential import Potential
 
 LEFT, RIGHT = 0, 1
@@ -119,8 +119,11 @@ class ThirdCumulants:
         return jnp.sum(jnp.stack(terms), axis=0) / jnp.sqrt(d)
 
 
-def side_matrices(side: dict) -> jax.Array:
-    """Stacked d×d matrices of one side in the ``forms`` layout: F Fᵀ, S or U Vᵀ."""
+def side_matrices(side: dict | list[dict]) -> jax.Array:
+    """Stacked d×d matrices of one side in the ``forms`` layout: F Fᵀ, S or U Vᵀ (a list of
+    per-head blocks: theirs in index order)."""
+    if isinstance(side, list):
+        return jnp.concatenate([side_matrices(b) for b in side])
     if "F" in side:
         return side["F"] @ jnp.swapaxes(side["F"], 1, 2)
     if "S" in side:
@@ -186,14 +189,16 @@ def _obs_jacobian(config, side: dict, teacher: dict, names):
     """(observable vector of ``names``, its Jacobian in the student side) at ``side``."""
 
     def vec(s):
-        o = observe(s, teacher, config.param, 2)
+        o = observe(s, teacher, config.observed_param, 2)
         return jnp.stack([o[n] for n in names])
 
     return jax.jacrev(vec)(side)
 
 
-def _contract(jac: dict, grad: dict) -> jax.Array:
-    return jnp.sum(jnp.stack([jnp.einsum("o...,...->o", jac[k], grad[k]) for k in grad]), axis=0)
+def _contract(jac, grad) -> jax.Array:
+    """Σ over the side's leaves of ⟨∂O/∂θ, g⟩ (a dict, or a list of per-head dicts)."""
+    pairs = zip(jax.tree.leaves(jac), jax.tree.leaves(grad), strict=True)
+    return jnp.sum(jnp.stack([jnp.einsum("o...,...->o", j, g) for j, g in pairs]), axis=0)
 
 
 def sampled_drift(config, seed: int, names, samples: int, chunk: int = 2000):
@@ -208,13 +213,12 @@ def sampled_drift(config, seed: int, names, samples: int, chunk: int = 2000):
         problem = build(cfg)
         jac = _obs_jacobian(config, side, teacher, names)
 
-        def params_of(s):
-            return {"W": s["F"]} if config.param == "tied" else dict(s)
-
         @jax.jit
         def chunk_drift(key):
             batch = problem.sample(key)
-            loss = lambda s: problem.loss(params_of(s), {"teacher": teacher}, batch)  # noqa: E731
+            loss = lambda s: problem.loss(  # noqa: E731
+                params_of(s, config.param), {"teacher": teacher}, batch
+            )
             return _contract(jac, jax.grad(loss)(side))
 
         key = jax.random.PRNGKey(10_000 + seed)
@@ -226,12 +230,10 @@ def sampled_drift(config, seed: int, names, samples: int, chunk: int = 2000):
 
 def flow_for(config, potential: Potential, teacher: dict, cumulants: int) -> PopulationFlow:
     """The population flow of ``config``'s student against ``teacher`` (forms layout): centred
-    indices as the simulator's (tied and direct students, symmetric teachers), its rate α_d/τ_d
-    and weight decay γ/d."""
-    n_s = n_student(config)
-    centred = np.array(
-        [config.param != "untied"] * n_s + [config.teacher_kind != "product"] * (potential.K - n_s)
-    )
+    indices as the simulator's (tied and direct students, symmetric teachers; per index with
+    ``head_params`` / ``teacher_head_kinds``), its rate α_d/τ_d and weight decay γ/d."""
+    kinds = config.student_kinds + config.teacher_kinds
+    centred = np.array([k not in ("untied", "product") for k in kinds])
     return PopulationFlow(
         potential,
         teacher,
@@ -239,7 +241,7 @@ def flow_for(config, potential: Potential, teacher: dict, cumulants: int) -> Pop
         cumulants,
         rate=_rate(config),
         decay=config.weight_decay / config.d,
-        symmetric=config.param == "tied" and config.teacher_kind != "product",
+        symmetric=all(k in ("tied", "wishart", "identity") for k in kinds),
     )
 
 

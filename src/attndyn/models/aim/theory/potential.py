@@ -299,6 +299,8 @@ POTENTIAL_FIELDS = (
     "C",
     "param",
     "teacher",
+    "head_params",
+    "teacher_head_kinds",
 )
 _CACHE: dict = {}
 
@@ -316,11 +318,10 @@ def cached_potential(config: AIMConfig, log2_qmc: int) -> Potential:
 
 
 def symmetric_indices(config: AIMConfig) -> list[bool]:
-    """Which indices (students then teachers) have symmetric matrices."""
-    n_student, n_teacher = config.n_student, config.n_teacher
-    student_sym = config.param == "tied"
-    teacher_sym = config.teacher_kind in ("wishart", "identity")
-    return [student_sym] * n_student + [teacher_sym] * n_teacher
+    """Which indices (students then teachers) have symmetric matrices (per index: tied students,
+    wishart and identity teachers)."""
+    kinds = config.student_kinds + config.teacher_kinds
+    return [k in ("tied", "wishart", "identity") for k in kinds]
 
 
 def loss_basis(loss, expand: np.ndarray, shape: tuple, points: int = 96, seed: int = 0):
