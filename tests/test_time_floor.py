@@ -105,3 +105,25 @@ def test_floor_is_below_xlas_count_and_the_prefixes_are_exact(values):
 def test_family_without_a_floor_has_none():
     config = family_config("circuits", {})
     assert estimate.floor_seconds("circuits", config) == 0.0
+
+
+@pytest.mark.slow  # one calibration: about 3 CPU s
+def test_floor_of_mixed_heads_is_below_xlas_count():
+    """Per-head parameterisations (tied and untied student heads, a product and a Wishart
+    teacher head): each index counts its own projections."""
+    config = family_config(
+        "aim",
+        dict(
+            d=24,
+            seeds=2,
+            t_max=0.01,
+            records=2,
+            heads=2,
+            head_params=["tied", "untied"],
+            teacher_head_kinds=["product", "wishart"],
+        ),  # fmt: skip
+    )
+    est = estimate.calibrate("aim", config)
+    step, record = flops.flops_floor(config, 2)
+    assert est.flops_per_step is not None and 0 < step <= est.flops_per_step
+    assert record > 0

@@ -32,7 +32,7 @@ def prefix_products(config: AIMConfig) -> int:
     the canonical words of degree 3..moment_degree (observables.py's alphabet)."""
     names: list[str] = []
     transpose: dict[str, str] = {}
-    kinds = [config.param] * config.n_student + [config.teacher_kind] * config.n_teacher
+    kinds = config.student_kinds + config.teacher_kinds
     for k, kind in enumerate(kinds, start=1):
         if kind in ("tied", "wishart", "identity"):
             names.append(f"{k}")
@@ -57,18 +57,26 @@ def flops_floor(config: AIMConfig, seeds: int) -> tuple[float, float]:
     """(FLOPs per optimiser step, FLOPs per record point), lower bounds for ``seeds`` seeds."""
     d, L, B, n_test = config.d, config.L, config.batch, config.test_size
     r, r_star = _width(config.rho, d), _width(config.teacher_rho, d)
-    k, k_star = config.n_student, config.n_teacher
-    cols = {"tied": r, "direct": d, "untied": 2 * r}[config.param]  # columns projected per index
-    teacher_cols = {"wishart": r_star, "product": 2 * r_star, "identity": 0}[config.teacher_kind]
-    gram = L * d if config.teacher_kind == "identity" else 0  # x_iᵀx_j per token pair
-    step = 2.0 * B * L * d * (2 * k * cols + k_star * teacher_cols) + 2.0 * B * L * gram
-    form = {"tied": 2.0 * d * d * r, "direct": 0.0, "untied": 6.0 * d * d * r}[config.param]
+    cols = {"tied": r, "direct": d, "untied": 2 * r}  # columns projected per index
+    teacher_cols = {"wishart": r_star, "product": 2 * r_star, "identity": 0}
+    student_cols = sum(cols[p] for p in config.student_kinds)
+    projected = student_cols * 2 + sum(teacher_cols[p] for p in config.teacher_kinds)
+    gram = L * d * sum(p == "identity" for p in config.teacher_kinds)  # x_iᵀx_j per token pair
+    step = 2.0 * B * L * d * projected + 2.0 * B * L * gram
+    form = {"tied": 2.0 * d * d * r, "direct": 0.0, "untied": 6.0 * d * d * r}
     teacher_form = {
         "wishart": 2.0 * d * d * r_star,
         "product": 6.0 * d * d * r_star,
         "identity": 2.0 * d**3,
-    }[config.teacher_kind]
+    }
     moments = 2.0 * d**3 * prefix_products(config)
-    test = 2.0 * n_test * L * d * (k * cols + k_star * teacher_cols)
-    record = k * form + k_star * teacher_form + moments + test
+    test = (
+        2.0 * n_test * L * d * (student_cols + sum(teacher_cols[p] for p in config.teacher_kinds))
+    )
+    record = (
+        sum(form[p] for p in config.student_kinds)
+        + sum(teacher_form[p] for p in config.teacher_kinds)
+        + moments
+        + test
+    )
     return seeds * step, seeds * record
