@@ -198,22 +198,43 @@ def _control_outcome(claims, preconditions=()):
     )  # fmt: skip
 
 
-def test_a_control_is_rejected_only_by_finite_values_on_a_valid_run():
+def test_a_control_is_rejected_only_by_values_on_the_wrong_side_on_a_valid_run():
+    """Issue 49 item 3: a control fails a claim by value only when its value, with its whole
+    interval, lies on the wrong side of the target; a NaN, a straddling interval or a dropped
+    claim is inconclusive."""
+    from attndyn.claims.spec import Evidence, between, within
+    from attndyn.claims.stats import Interval
     from attndyn.claims.verdict import Check, Claim
 
-    def claim(name, value, passed, low=None, high=None):
-        return Claim(name, "", value, "<= 1", passed, low, high)
+    def claim(name, value, low=None, high=None, op="<="):
+        v = value if low is None else Interval(value, low, high, 8)
+        return Claim.compare(op, name, "", v, 1.0)
 
-    by_value = [claim("a", 2.0, False, 1.5, 2.5), claim("b", 3.0, False), claim("c", 0.0, True)]
+    by_value = [claim("a", 2.0, 1.5, 2.5), claim("b", 3.0), claim("c", 0.0)]
     assert _control_outcome(by_value).verdict == "control-failed-as-expected"
-    nan_end = [claim("a", 2.0, False, float("nan"), float("nan")), claim("b", 3.0, False)]
+    straddles = [claim("a", 2.0, 0.5, 3.5), claim("b", 3.0)]  # fails, but not by value
+    assert not straddles[0].passed and not straddles[0].refuted
+    assert _control_outcome(straddles).verdict == "control-inconclusive"
+    below = [claim("a", 0.5, 0.2, 0.8, op=">="), claim("b", 3.0)]
+    assert below[0].refuted and _control_outcome(below).verdict == "control-failed-as-expected"
+    nan_end = [claim("a", 2.0, float("nan"), float("nan")), claim("b", 3.0)]
     assert _control_outcome(nan_end).verdict == "control-inconclusive"
-    dropped = [claim("a", None, False), claim("b", 3.0, False)]
+    dropped = [Claim.dropped("a"), claim("b", 3.0)]
     assert _control_outcome(dropped).verdict == "control-inconclusive"
     invalid = _control_outcome(by_value, [Check("no seed diverged", False)])
     assert invalid.verdict == "control-inconclusive" and not invalid.strict_ok
-    survived = [claim("a", 0.5, True), claim("b", float("nan"), False)]
+    survived = [claim("a", 0.5, 0.4, 0.6), claim("b", float("nan"))]
     assert _control_outcome(survived).verdict == "control-not-rejected"
     # a control that names no claim this config declares has rejected nothing
-    unnamed = [claim("c", 2.0, False, 1.5, 2.5)]
+    unnamed = [claim("c", 2.0, 1.5, 2.5)]
     assert _control_outcome(unnamed).verdict == "control-inconclusive"
+    # ranges: refuted only when the interval misses the range entirely
+    for target, inside, outside in (
+        (within(1.0, 0.1), Interval(1.15, 1.05, 1.25, 8), Interval(0.25, 0.2, 0.3, 8)),
+        (within(2.0, 0.5, relative=True), Interval(3.2, 2.9, 3.5, 8), Interval(4.0, 3.5, 4.5, 8)),
+        (between(0.0, 1.0), Interval(1.1, 0.9, 1.3, 8), Interval(-1.0, -1.5, -0.5, 8)),
+    ):
+        straddling = target.judge("a", "", None, Evidence(inside))
+        missing = target.judge("a", "", None, Evidence(outside))
+        assert not straddling.passed and not straddling.refuted, target
+        assert not missing.passed and missing.refuted, target

@@ -73,10 +73,13 @@ def test_between_closed_and_open_low():
 
 def test_extra_checks_join_the_target_and_the_verdict():
     z = Check.compare("min z", 4.9, ">=", 5)
-    assert z == Check("min z >= 5", False)
+    assert z == Check("min z >= 5", False, refuted=True)  # a finite value on the wrong side
+    assert not Check.compare("min z", math.nan, ">=", 5).refuted
     c = judge(at_most(0.5), 0.3, Check("decreasing", True), z)
     assert c.target == "<= 0.5 and decreasing and min z >= 5"
-    assert c.passed is False
+    assert c.passed is False and c.refuted  # refuted through its check
+    straddle = judge(at_most(0.5), 0.3, Check("decreasing", False))
+    assert not straddle.passed and not straddle.refuted  # a bare boolean check refutes nothing
     ok = Claim.from_checks("c", "s", -1.0, [Check.compare("|Γ|", 1.0, ">", 1e-6)])
     assert ok.passed and ok.value == -1.0 and ok.target == "|Γ| > 1e-06"
     with pytest.raises(ValueError, match="no condition"):

@@ -55,15 +55,15 @@ class ExperimentOutcome:
     def verdict(self) -> str:
         """``invalid`` (a precondition failed), ``passed`` or ``failed``; for a negative control,
         ``control-not-rejected`` when a claim it names passed, ``control-inconclusive`` when it
-        names no claim of this config, the run is invalid or a claim it names failed without a
-        finite value and interval (a NaN, a dropped claim, a missing window: no evidence against
-        the wrong model), else
+        names no claim of this config, the run is invalid or a claim it names failed without
+        being refuted by value (a NaN, a dropped claim, a missing window, an interval straddling
+        the target, an extra check alone: no evidence against the wrong model), else
         ``control-failed-as-expected`` (docs/claims.md, "Negative controls")."""
         if self.control is not None:
             named = [c for c in self.claims if c.name in set(self.expected_failures)]
             if any(c.passed for c in named):
                 return "control-not-rejected"
-            if not named or not self.valid or not all(c.finite for c in named):
+            if not named or not self.valid or not all(c.refuted for c in named):
                 return "control-inconclusive"
             return "control-failed-as-expected"
         if not self.valid:

@@ -92,6 +92,13 @@ class Target:
             def ok(v: float) -> bool:
                 return bool((abs(v / target - 1) if self.relative else abs(v - target)) <= tol)
 
+            ends = (
+                (target * (1 - tol), target * (1 + tol))
+                if self.relative
+                else (target - tol, target + tol)
+            )
+            region = (min(ends), max(ends))
+
         elif self.op == "between":
             low, high = args
             text = f"in {'(' if self.open_low else '['}{low:.3g}, {high:.3g}]"
@@ -99,9 +106,11 @@ class Target:
             def ok(v: float) -> bool:
                 return bool((v > low if self.open_low else v >= low) and v <= high)
 
+            region = (low, high)
+
         else:
             return Claim.compare(self.op, name, statement, value, args[0], checks)
-        return Claim.inside(name, statement, value, text, ok, checks)
+        return Claim.inside(name, statement, value, text, ok, checks, region)
 
 
 def _param_text(p: Param) -> str:

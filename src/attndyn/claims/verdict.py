@@ -26,16 +26,21 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 
 @dataclass(frozen=True)
 class Check:
-    """A condition and its text, e.g. ``Check.compare("min z", z, ">=", 5)``: "min z >= 5"."""
+    """A condition and its text, e.g. ``Check.compare("min z", z, ">=", 5)``: "min z >= 5".
+    ``refuted``: it failed by value (a finite value, or a whole interval, on the wrong side), as
+    :attr:`Claim.refuted`; a claim one of whose checks is refuted is refuted."""
 
     text: str
     passed: bool
+    refuted: bool = False
 
     @classmethod
     def compare(cls, label: str, value: Any, op: str, threshold: float) -> Check:
-        """``value <op> threshold`` (NaN fails every comparison)."""
+        """``value <op> threshold`` (NaN fails every comparison, and refutes nothing)."""
         text = f"{label} {op} {threshold:g}".strip()
-        return cls(text, bool(_OPS[op](value, threshold)))
+        passed = bool(_OPS[op](value, threshold))
+        finite = isinstance(value, int | float) and math.isfinite(value)
+        return cls(text, passed, refuted=not passed and finite)
 
 
 # the end of a confidence interval that must clear each comparison's threshold
@@ -52,6 +57,12 @@ class Claim:
     passes only if the whole interval clears the threshold (``>=``/``>``: its low end;
     ``<=``/``<``: its high end; ``==`` and a range: both ends), and records ``ci_low``,
     ``ci_high`` and ``n_seeds``.
+
+    ``refuted``: the claim failed **by value** — its value, with its whole interval, lies on the
+    wrong side of the target (``>=``/``>``: the high end below the threshold; ``<=``/``<``: the
+    low end above it; ``==`` and a range: the interval misses it). A NaN, an interval that
+    straddles the threshold, or a failure of an extra check alone does not refute: what a
+    negative control must achieve (docs/claims.md, "Negative controls").
     """
 
     name: str
@@ -62,6 +73,7 @@ class Claim:
     ci_low: float | None = None
     ci_high: float | None = None
     n_seeds: int | None = None
+    refuted: bool = False
 
     @property
     def finite(self) -> bool:
@@ -71,8 +83,17 @@ class Claim:
         return self.value is not None and all(math.isfinite(v) for v in (self.value, *ends))
 
     @classmethod
-    def from_checks(cls, name: str, statement: str, value: Any, checks: Sequence[Check]) -> Claim:
-        """Passes when every check passes; the target is the checks' texts joined by "and"."""
+    def from_checks(
+        cls,
+        name: str,
+        statement: str,
+        value: Any,
+        checks: Sequence[Check],
+        refuted: bool = False,
+    ) -> Claim:
+        """Passes when every check passes; the target is the checks' texts joined by "and".
+        ``refuted`` (the value on the wrong side of its target) or any refuted check makes the
+        claim refuted, for a finite value only."""
         if not checks:
             raise ValueError(f"claim {name!r} states no condition")
         text = " and ".join(c.text for c in checks)
@@ -80,10 +101,14 @@ class Claim:
         if isinstance(value, Interval) and value.dropped:
             text += f" ({value.dropped} non-finite bootstrap resamples left out)"
         if isinstance(value, Interval):
-            return cls(
+            claim = cls(
                 name, statement, value.value, text, passed, value.low, value.high, value.n_seeds
             )
-        return cls(name, statement, _number(value), text, passed)
+        else:
+            claim = cls(name, statement, _number(value), text, passed)
+        by_value = refuted or any(c.refuted for c in checks)
+        claim.refuted = bool(by_value and not passed and claim.finite)
+        return claim
 
     @classmethod
     def compare(
@@ -101,9 +126,15 @@ class Claim:
                 f"{op} {threshold:g} ({value.level:.0%} CI)",
                 bool(all(_OPS[op](e, threshold) for e in ends)),
             )
+            if op == "==":
+                refuted = not value.low <= threshold <= value.high
+            else:  # the other end fails too: the whole interval on the wrong side
+                other = value.high if _CONSERVATIVE[op] == "low" else value.low
+                refuted = not _OPS[op](other, threshold)
         else:
             check = Check.compare("", value, op, threshold)
-        return cls.from_checks(name, statement, value, (check, *also))
+            refuted = not check.passed
+        return cls.from_checks(name, statement, value, (check, *also), refuted)
 
     @classmethod
     def inside(
@@ -114,14 +145,19 @@ class Claim:
         text: str,
         ok: Callable[[float], bool],
         also=(),
+        region: tuple[float, float] | None = None,
     ) -> Claim:
         """``ok(value)`` for a range named ``text`` (an interval: both ends), and every check in
-        ``also``."""
+        ``also``. ``region`` = (low, high), the range's ends, decides ``refuted``: an interval
+        refutes only if it misses the region entirely (a value outside it refutes)."""
         if isinstance(value, Interval):
             check = Check(f"{text} ({value.level:.0%} CI)", ok(value.low) and ok(value.high))
+            lo, hi = region if region is not None else (math.nan, math.nan)
+            refuted = value.high < lo or value.low > hi
         else:
             check = Check(text, ok(value))
-        return cls.from_checks(name, statement, value, (check, *also))
+            refuted = not check.passed
+        return cls.from_checks(name, statement, value, (check, *also), refuted)
 
     @classmethod
     def dropped(cls, name: str) -> Claim:

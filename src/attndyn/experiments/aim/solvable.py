@@ -188,7 +188,13 @@ class AIMSolvable(Experiment):
         return {
             "truncations-improve-with-N": Evidence(
                 m["improve_23"],
-                checks=(Check("e_1 − e_2 > 0 (95% CI)", bool(i12.low > 0)),),
+                checks=(
+                    Check(
+                        "e_1 − e_2 > 0 (95% CI)",
+                        bool(i12.low > 0),
+                        refuted=bool(i12.high <= 0),  # the whole interval on the wrong side
+                    ),
+                ),
                 detail=f"t = {m['t_short']:.3g}, d = {config.d[-1]}; seed means of e_N for "
                 f"N = 1, 2, 3: {e[0]:.2e}, {e[1]:.2e}, {e[2]:.2e}; e_1 − e_2 = {i12.value:.2e} "
                 f"[{i12.low:.2e}, {i12.high:.2e}]",

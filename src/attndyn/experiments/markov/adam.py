@@ -195,7 +195,7 @@ class MarkovAdam(Experiment):
     )
     Config = Config
     presets = {
-        "tiny": {"seeds": 4, "base.batch": 64, "base.t_max": PAPER_LR * 600, "base.records": 60},
+        "tiny": {"seeds": 16, "base.batch": 64, "base.t_max": PAPER_LR * 600, "base.records": 60},
         "small": {"seeds": 8, "base.batch": 256},
         "paper": {"seeds": 8},
     }
