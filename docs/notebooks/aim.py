@@ -14,7 +14,7 @@
 # %% [markdown]
 # # aim: attention-indexed models
 #
-# The attention-indexed model (arXiv 2609.03858, [docs/aim.md](../aim.md)) at tiny settings:
+# The attention-indexed model (arXiv 2609.03858, `docs/aim.md`) at tiny settings:
 # simulate a tied student S = WWᵀ, integrate the theory (the matrix flow) on the same time
 # grid, overlay the two, run a small sweep over the dimension d, and query the results store.
 # Every run goes to a temporary results folder, so nothing is written beside the notebook.
@@ -76,7 +76,7 @@ plt.show()
 # %% [markdown]
 # ## A small sweep
 #
-# A sweep spec (TOML, [docs/sweeps.md](../sweeps.md)) crosses lists of config values; stored
+# A sweep spec (TOML, `docs/sweeps.md`) crosses lists of config values; stored
 # runs are skipped, the rest run on local worker processes.
 
 # %%
@@ -106,7 +106,7 @@ summary.as_json()
 # %% [markdown]
 # ## Query the results store
 #
-# Every run is a Parquet file; DuckDB views answer SQL ([docs/store.md](../store.md)).
+# Every run is a Parquet file; DuckDB views answer SQL (`docs/store.md`).
 # `runs_aim` has one typed column per config field.
 
 # %%

@@ -14,9 +14,9 @@
 # %% [markdown]
 # # circuits: query–key and output–value circuits
 #
-# The QK/OV circuits toy of arXiv 2608.06776 ([docs/circuits.md](../circuits.md)) at tiny
+# The QK/OV circuits toy of arXiv 2608.06776 (`docs/circuits.md`) at tiny
 # settings: simulate the CACO parameterisation, integrate the reduced two-scalar gradient flow
-# (its theory, [docs/circuits-theory.md](../circuits-theory.md)), draw them side by side, sweep
+# (its theory, `docs/circuits-theory.md`), draw them side by side, sweep
 # the four parameterisations, and query the store. Runs go to a temporary results folder.
 
 # %%
@@ -29,12 +29,13 @@ import matplotlib.pyplot as plt
 import attndyn
 
 out = Path(tempfile.mkdtemp(prefix="attndyn-nb-circuits-"))
-common = dict(t_max=200, records=15, seeds=2, test_size=32)
+common = dict(t_max=3000, records=15, seeds=2, test_size=32)
 
 # %% [markdown]
 # ## Simulate
 #
-# The time axis is the SGD step.
+# The time axis is the SGD step, recorded on a log grid: the loss sits on a plateau until
+# attention sharpens, then drops.
 
 # %%
 sim = attndyn.simulate("circuits", out=out, param="CACO", progress=False, **common)
@@ -45,11 +46,12 @@ sim[["loss", "accuracy", "attn_distinct", "frac_sharp"]]
 #
 # The reduced flow is a stylised model with its own observables (`mu_ov`, `mu_qk`, `alpha`,
 # `loss`) and its own gradient-flow time, not the toy simulator's order-parameter flow: the
-# theory keeps its own axis (its `SAME_GRID` is False), so the overlay below compares shapes,
-# not values at equal times.
+# theory keeps its own axis (its `SAME_GRID` is False), so the figure below compares shapes
+# (a plateau, then a drop as the attention mass on the informative tokens grows), not values at
+# equal times. The flow runs until its loss reaches `stop_loss`.
 
 # %%
-theory = attndyn.predict("circuits", out=out, t_max=20, records=40, progress=False)
+theory = attndyn.predict("circuits", out=out, records=30, progress=False)
 theory
 
 # %% [markdown]
@@ -59,11 +61,12 @@ theory
 fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 3.5))
 ax0.plot(sim.time, sim["loss"].values.T, color="C0", alpha=0.3, lw=0.8)
 ax0.plot(sim.time, sim["loss"].mean("seed"), color="C0", label="simulation (CACO), seed mean")
-ax0.set(xlabel="SGD step", ylabel="loss", title="simulator")
+ax0.plot(sim.time, sim["accuracy"].mean("seed"), color="C3", label="accuracy, seed mean")
+ax0.set(xscale="symlog", xlabel="SGD step", ylabel="loss / accuracy", title="simulator")
 ax0.legend()
 ax1.plot(theory.time, theory["loss"], "k--", label="reduced flow: loss")
 ax1.plot(theory.time, theory["alpha"], "C3--", label="reduced flow: attention mass α")
-ax1.set(xlabel="gradient-flow time t", title="theory (own time axis)")
+ax1.set(xscale="symlog", xlabel="gradient-flow time t", title="theory (own time axis)")
 ax1.legend()
 fig.tight_layout()
 plt.show()

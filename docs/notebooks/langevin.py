@@ -14,7 +14,7 @@
 # %% [markdown]
 # # langevin: stochastic training and its test potentials
 #
-# The Langevin family (our reconstruction of arXiv 2605.07959, [docs/langevin.md](../langevin.md))
+# The Langevin family (our reconstruction of arXiv 2605.07959, `docs/langevin.md`)
 # at tiny settings, on its quadratic test potential F = (λ/2)‖θ‖², where the SDE is an
 # Ornstein–Uhlenbeck process with exact Gaussian moments: simulate Euler–Maruyama, predict the
 # ensemble means (the theory covers the test potentials), overlay them, sweep the temperature,
@@ -30,15 +30,15 @@ import matplotlib.pyplot as plt
 import attndyn
 
 out = Path(tempfile.mkdtemp(prefix="attndyn-nb-langevin-"))
-common = dict(model="quadratic", d=4, t_max=2.0, records=20, grid="linear")
+common = dict(model="quadratic", d=4, t_max=5.0, records=20, grid="linear")
 
 # %% [markdown]
 # ## Simulate
 #
-# Sixteen seeds run together; the time axis is the SDE time t = k·h.
+# 256 seeds run together; the time axis is the SDE time t = k·h.
 
 # %%
-sim = attndyn.simulate("langevin", out=out, seeds=16, progress=False, **common)
+sim = attndyn.simulate("langevin", out=out, seeds=256, progress=False, **common)
 sim[["F", "sq_norm", "x"]]
 
 # %% [markdown]
@@ -64,7 +64,7 @@ attndyn.plot(sim, theory, ["F", "sq_norm", "x"], ncols=3)
 
 # %%
 for s in [0.1, 0.5, 2.0]:
-    attndyn.simulate("langevin", out=out, seeds=16, s=s, progress=False, **common)
+    attndyn.simulate("langevin", out=out, seeds=256, s=s, progress=False, **common)
     attndyn.predict("langevin", out=out, s=s, progress=False, **common)
 
 # %% [markdown]

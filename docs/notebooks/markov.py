@@ -14,7 +14,7 @@
 # %% [markdown]
 # # markov: focus–dilution on Markov chains
 #
-# The one-layer transformer on Markov chains of arXiv 2605.01199 ([docs/markov.md](../markov.md))
+# The one-layer transformer on Markov chains of arXiv 2605.01199 (`docs/markov.md`)
 # at tiny settings: simulate gradient descent on the exact population loss, integrate the
 # rank-one reduced flow (the theory), overlay them, sweep the learning rate, and query the store.
 # Runs go to a temporary results folder.

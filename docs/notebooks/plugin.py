@@ -15,7 +15,7 @@
 # # A plug-in family and experiment
 #
 # A new model family and an experiment on it, written from this notebook, with no edit to
-# attndyn: the toy of [docs/plugins.md](../plugins.md) (a linear student learning a teacher
+# attndyn: the toy of `docs/plugins.md` (a linear student learning a teacher
 # vector, with its exact theory) and its experiment `toy-decay` (two claims and a negative
 # control). The cells below write the package into a temporary folder and register its entry
 # points there; a real plug-in would declare them in its `pyproject.toml` and be

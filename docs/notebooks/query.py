@@ -15,7 +15,7 @@
 # # query: signal-subspace recovery by single-query attention
 #
 # Single-query softmax attention learned by projected stochastic gradient ascent (our
-# reconstruction of arXiv 2606.22406, [docs/query.md](../query.md)) at tiny settings: simulate,
+# reconstruction of arXiv 2606.22406, `docs/query.md`) at tiny settings: simulate,
 # integrate the limiting ODE from the same starts (the theory), overlay them, sweep the number
 # of nuisance tokens, and query the store. Runs go to a temporary results folder.
 
@@ -30,7 +30,7 @@ import attndyn
 
 out = Path(tempfile.mkdtemp(prefix="attndyn-nb-query-"))
 common = dict(
-    d=6, n_informative=3, n_nuisance=40, batch=3, t_max=60, records=15, seeds=2, eval_samples=2
+    d=8, n_informative=4, n_nuisance=40, batch=16, t_max=100, records=15, seeds=8, eval_samples=16
 )
 
 # %% [markdown]
@@ -54,9 +54,13 @@ theory
 
 # %% [markdown]
 # ## Overlay
+#
+# The ODE is the small-step limit of SGA; at these few, finite steps the simulation's mean
+# alignment follows it with a lag, and `objective` is a Monte Carlo estimate over
+# `eval_samples` samples, hence noisy.
 
 # %%
-attndyn.plot(sim, theory, ["alignment", "q_norm", "objective"], ncols=3)
+attndyn.plot(sim, theory, ["alignment", "perp_norm", "objective"], ncols=3)
 
 # %% [markdown]
 # ## A small sweep
