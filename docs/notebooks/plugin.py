@@ -105,6 +105,7 @@ def predict(c: Grid):
     obs = {"R": R, "m": 1 - (1 - c.lr / c.d) ** k}
     return make_trajectory(obs, time=k / c.d, samples=k, family=NAME, config=canonical(c))
 
+
 # %% [markdown]
 # `attndyn_toy/theory.py`, the theory module `THEORY` names:
 
@@ -205,6 +206,7 @@ class ToyDecay(Experiment):
         ax.set(xlabel="t = k/d", ylabel="R = ‖w − w*‖²/d", yscale="log")
         ax.legend()
         return save_figure(fig, path)
+
 
 # %% [markdown]
 # ## Registering it
