@@ -55,8 +55,9 @@ theory
 # %% [markdown]
 # ## Overlay
 #
-# The ODE is the small-step limit of SGA; at these few, finite steps the simulation's mean
-# alignment follows it with a lag, and `objective` is a Monte Carlo estimate over
+# The ODE is the small-step limit of SGA. At these few, finite steps and small batches the
+# simulation's mean alignment follows it with a lag, `perp_norm` settles at a floor set by the
+# gradient noise where the ODE goes to 0, and `objective` is a Monte Carlo estimate over
 # `eval_samples` samples, hence noisy.
 
 # %%
