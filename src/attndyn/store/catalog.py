@@ -152,6 +152,18 @@ def _read_saved(path: Path) -> tuple[pa.Table, dict[str, dict[str, str | None]]]
         return None
 
 
+def no_progress_bar(con) -> None:
+    """Switch DuckDB's progress bar off on ``con``. In a Jupyter kernel without ipywidgets DuckDB
+    refuses the setting (its bar needs ipywidgets there and is off already), which must not stop
+    a query (docs/notebooks/)."""
+    import duckdb
+
+    try:
+        con.execute("SET enable_progress_bar = false")
+    except duckdb.InvalidInputException:
+        pass
+
+
 def _read_footers(runs: Path, names: list[str]) -> dict[str, str]:
     """name -> record JSON of each run file in ``names`` (files that vanished are left out)."""
     out: dict[str, str] = {}
@@ -159,7 +171,7 @@ def _read_footers(runs: Path, names: list[str]) -> dict[str, str]:
         import duckdb
 
         con = duckdb.connect()
-        con.execute("SET enable_progress_bar = false")
+        no_progress_bar(con)
         glob = str(runs / "*.parquet").replace("'", "''")
         wanted = set(names)
         with contextlib.suppress(duckdb.Error):

@@ -455,7 +455,7 @@ def _configured(limits: Limits) -> duckdb.DuckDBPyConnection:
     (DuckDB lets a query read its temporary folder, by default ``./.tmp``) of an unguessable
     name, removed with the connection."""
     con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
+    catalog_mod.no_progress_bar(con)
     # created by DuckDB only when a query spills, and removed when the connection closes
     spill = os.path.join(tempfile.gettempdir(), f"attndyn-duckdb-{uuid.uuid4().hex}")
     weakref.finalize(con, shutil.rmtree, spill, ignore_errors=True)
