@@ -28,6 +28,8 @@ def _cell(claim) -> str:
     if claim.value is None:
         return f"{claim.name} —"
     text = f"{claim.name} {claim.value:.3g}"
+    if claim.ci_low == claim.value == claim.ci_high:
+        return text + " (every seed equal)"
     if claim.ci_low is not None and claim.ci_high is not None:
         text += f" [{claim.ci_low:.3g}, {claim.ci_high:.3g}]"
     return text

@@ -54,3 +54,14 @@ def test_a_changed_threshold_makes_the_record_stale():
     claims[1]["target"] = "< 0.07 (95% CI)"  # sgd-tracks-exact-d64 was measured at track_tol
     problems = stale(get_experiment("aim-solvable"), {"tiny": {**entry, "claims": claims}})
     assert problems and "sgd-tracks-exact-d64" in problems[0]
+
+
+def test_an_interval_of_one_value_is_written_as_exact():
+    """Issue 49 item 5: [v, v] (every seed gave v) is an exact value, not a confidence interval."""
+    from attndyn.claims.pages import EXACT, _value
+
+    assert _value({"value": 1.0, "ci_low": 1.0, "ci_high": 1.0, "n_seeds": 8}) == f"1 ({EXACT})"
+    assert (
+        _value({"value": 0.5, "ci_low": 0.25, "ci_high": 0.75, "n_seeds": 8}) == "0.5 [0.25, 0.75]"
+    )
+    assert _value({"value": 2.0}) == "2"

@@ -92,9 +92,17 @@ def _num(x: Any) -> str:
 
 
 def _value(c: Mapping[str, Any]) -> str:
+    """The value with its interval; an interval [v, v] (every seed gave v, no spread to
+    estimate) is written as the exact value it is, not as a confidence interval (issue 49)."""
+    if c.get("value") is not None and c.get("ci_low") == c.get("value") == c.get("ci_high"):
+        return f"{_num(c['value'])} ({EXACT})"
     if c.get("ci_low") is not None or c.get("ci_high") is not None or c.get("n_seeds"):
         return f"{_num(c['value'])} [{_num(c['ci_low'])}, {_num(c['ci_high'])}]"
     return _num(c["value"])
+
+
+EXACT = "every seed equal: no interval"
+"""How a claim whose interval is [v, v] is written."""
 
 
 def _json(value: Any) -> str:

@@ -87,6 +87,7 @@ def run(
     else:
         from rich.text import Text
 
+        from attndyn.claims.pages import EXACT
         from attndyn.cli.ui.tables import print_fitted
 
         title = f"{name} ({preset}{', control ' + control if control else ''}): claims"
@@ -94,7 +95,9 @@ def run(
         for c in outcome.claims:
             verdict = Text("pass", "green") if c.passed else Text("FAIL", "red")
             value = terminal.fmt(c.value)
-            if c.ci_low is not None:
+            if c.ci_low is not None and c.ci_low == c.value == c.ci_high:
+                value += f" ({EXACT})"
+            elif c.ci_low is not None:
                 value += f" [{terminal.fmt(c.ci_low)}, {terminal.fmt(c.ci_high)}]"
             seeds_ = "" if c.n_seeds is None else str(c.n_seeds)
             rows.append([c.name, c.statement, value, seeds_, c.target, verdict])
