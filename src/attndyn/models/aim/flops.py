@@ -16,15 +16,12 @@ counted.
 from __future__ import annotations
 
 from attndyn.models.aim.config import AIMConfig
+from attndyn.models.aim.memory import _width  # the simulator's widths, without importing JAX
 from attndyn.models.aim.words import canonical_words
 
 MAX_WORDS = 200_000
 """Enumerate the moment words only up to this many letter sequences; beyond, count one product
 per degree (still a lower bound)."""
-
-
-def _width(ratio: float, d: int) -> int:
-    return max(1, int(round(ratio * d)))
 
 
 def prefix_products(config: AIMConfig) -> int:
