@@ -1,10 +1,14 @@
-"""Write docs/claims/NAME.md from each experiment's declarations and measured values.
+"""Write docs/claims/NAME.md from each experiment's declarations and measured values, and the
+generated blocks of README.md and docs/claims.md (the experiments table, the counts, the retired
+claims, the thin margins: :func:`attndyn.claims.pages.generated`).
 
     python scripts/claims_pages.py                      # every page, from the stored values
     python scripts/claims_pages.py --check              # exit 1 if a page or a record is stale
     python scripts/claims_pages.py --measure aim-solvable --presets tiny small
         # run the presets (and every control at tiny), store the values in
         # docs/claims/measured/aim-solvable.json, then write the page
+    python scripts/claims_pages.py --measure aim-heads --presets --control-presets small
+        # run at small each control that names a claim tiny does not make (issue 49 item 3)
 
 The page format is :func:`attndyn.claims.pages.render`; tests/test_claims_pages.py fails when a
 committed page differs from what this script writes or when a record is stale.
@@ -22,7 +26,7 @@ import time
 from pathlib import Path
 
 from attndyn.claims import experiment_names, get_experiment
-from attndyn.claims.pages import measured_entry, render, stale
+from attndyn.claims.pages import fill, generated, measured_entry, render, stale
 from attndyn.claims.runner import run_experiment
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "claims"
@@ -40,9 +44,27 @@ def write_page(name: str) -> Path:
     return path
 
 
-def measure(name: str, presets: list[str], controls: bool) -> None:
-    """Run ``presets`` (and every control at tiny) in a fresh results folder, so the wall times
-    are those of computing the runs, and store the outcomes."""
+def controls_to_run(name: str, preset: str) -> list[str]:
+    """The controls to run at ``preset``: every control at tiny; at another preset those that
+    name a claim tiny does not make (a claim of that preset only, e.g. a slope over more d)."""
+    from attndyn.claims.runner import experiment_config
+
+    exp = get_experiment(name)
+    if preset == "tiny":
+        return list(exp.controls)
+    if preset not in exp.presets:
+        return []
+    at_tiny = experiment_config(name, "tiny", {})[1]
+    at_preset = experiment_config(name, preset, {})[1]
+    return [
+        c for c in exp.controls if set(exp.must_fail(c, at_preset)) - set(exp.must_fail(c, at_tiny))
+    ]
+
+
+def measure(name: str, presets: list[str], control_presets: list[str]) -> None:
+    """Run ``presets`` and the controls of ``control_presets`` (:func:`controls_to_run`) in a
+    fresh results folder, so the wall times are those of computing the runs, and store the
+    outcomes."""
     exp = get_experiment(name)
     out = Path(tempfile.mkdtemp(prefix=f"attndyn-{name}-"))
     record = load_measured(name)
@@ -50,9 +72,8 @@ def measure(name: str, presets: list[str], controls: bool) -> None:
         ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, check=False
     ).stdout.strip()
     today = datetime.date.today().isoformat()
-    jobs = [(p, None) for p in presets]
-    if controls:
-        jobs += [("tiny", c) for c in exp.controls]
+    jobs: list[tuple[str, str | None]] = [(p, None) for p in presets]
+    jobs += [(p, c) for p in control_presets for c in controls_to_run(name, p)]
     for preset, control in jobs:
         start = time.perf_counter()
         outcome = run_experiment(name, preset, out=out, control=control)
@@ -74,12 +95,15 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if anything is stale")
     parser.add_argument("--measure", nargs="*", metavar="NAME", help="experiments to run")
     parser.add_argument("--presets", nargs="*", default=["tiny"], help="presets to run")
-    parser.add_argument("--no-controls", action="store_true", help="skip the tiny controls")
+    parser.add_argument("--no-controls", action="store_true", help="run no control")
+    parser.add_argument(
+        "--control-presets", nargs="*", default=["tiny"], help="presets to run controls at"
+    )
     args = parser.parse_args()
     names = experiment_names()
     if args.measure is not None:
         for name in args.measure or names:
-            measure(name, args.presets, not args.no_controls)
+            measure(name, args.presets, [] if args.no_controls else args.control_presets)
     bad = []
     for name in names:
         problems = stale(get_experiment(name), load_measured(name))
@@ -91,6 +115,14 @@ def main() -> int:
                 bad.append(f"{name}: docs/claims/{name}.md differs from its declarations")
         else:
             page.write_text(text)
+    for path, blocks in generated(DOCS.parents[1]).items():
+        text = path.read_text()
+        new = fill(text, blocks)
+        if args.check:
+            if new != text:
+                bad.append(f"{path.name}: a generated block differs from the records")
+        elif new != text:
+            path.write_text(new)
     for line in bad:
         print(line, file=sys.stderr)
     return 1 if bad else 0

@@ -1,7 +1,7 @@
 """Every preset's verdict at re-drawn seeds (docs/claims.md, "Seeds"; issue 28).
 
-    python scripts/seed_offsets.py [--presets tiny small] [--offsets 0 1000 2000] [--out DIR]
-                                   [NAME ...]
+    python scripts/seed_offsets.py [--presets tiny small] [--offsets 0 1000 2000 | --fresh]
+                                   [--out DIR] [--record FILE] [NAME ...]
 
 Runs each experiment's presets with the seed offset ``seed`` set to each offset (its runs then use
 seeds ``offset, …, offset + seeds − 1``; an experiment's own default offset is replaced), in a
@@ -9,18 +9,28 @@ temporary results folder, and prints a Markdown table: one row per experiment, p
 with the verdict, every claim's value and interval, and the claims that failed (``--out``: one
 results folder for every run, so runs stored there are read, not re-run). Exit status 1 if
 any row is not ``passed``. Deterministic experiments (no ``seed`` field) run once per preset.
+
+``--fresh``: the three offsets derived from the checked-out commit
+(:func:`attndyn.claims.redraw.fresh_offsets`), for a claim that is new or changed: commit the
+change, then run this, so the offsets are drawn after the change is final. ``--record FILE``:
+also write every row as JSON (the commit, the offsets and each claim's value, interval, target
+and margin in standard errors) — the record docs/claims/redraw.json, from which docs/claims.md's
+list of thin margins and CI's choice of re-draw offset are read.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import platform
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from attndyn.claims import experiment_names, get_experiment
+from attndyn.claims.redraw import fresh_offsets, head_commit
 from attndyn.claims.runner import run_experiment
 
 
@@ -40,10 +50,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("names", nargs="*", help="experiments (default: all)")
     parser.add_argument("--presets", nargs="+", default=["tiny", "small"])
     parser.add_argument("--offsets", nargs="+", type=int, default=[0, 1000, 2000])
+    parser.add_argument("--fresh", action="store_true", help="offsets from the commit's hash")
     parser.add_argument("--out", help="results folder (default: a temporary one per run)")
+    parser.add_argument("--record", help="write the rows as JSON to this file")
     args = parser.parse_args(argv)
     names = args.names or experiment_names()
-    print(f"Measured {datetime.date.today()} on {platform.node()} ({platform.processor()}).\n")
+    commit = head_commit(Path(__file__).resolve().parents[1]) or "unknown"
+    if args.fresh:
+        if commit == "unknown":
+            parser.error("--fresh: no git checkout to derive the offsets from")
+        args.offsets = fresh_offsets(commit)
+    print(f"Measured {datetime.date.today()} on {platform.node()} ({platform.processor()}) at "
+          f"{commit[:12]}, seed offsets {args.offsets}.\n")  # fmt: skip
+    rows = []
     print("| experiment | preset | seed | verdict | claims | failed | s |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     bad = 0
@@ -57,12 +76,28 @@ def main(argv: list[str]) -> int:
                     outcome = run_experiment(name, preset, overrides, out=args.out or tmp)
                 failed = [c.name for c in outcome.claims if not c.passed]
                 bad += outcome.verdict != "passed"
+                seconds = time.perf_counter() - start
+                rows.append({
+                    "experiment": name, "preset": preset, "seed": offset,
+                    "verdict": outcome.verdict, "seconds": round(seconds, 1),
+                    "claims": [c.as_dict() for c in outcome.claims],
+                })  # fmt: skip
                 print(
                     f"| {name} | {preset} | {'—' if offset is None else offset} "
                     f"| {outcome.verdict} | {'; '.join(_cell(c) for c in outcome.claims)} "
-                    f"| {', '.join(failed) or '—'} | {time.perf_counter() - start:.0f} |",
+                    f"| {', '.join(failed) or '—'} | {seconds:.0f} |",
                     flush=True,
                 )
+    if args.record:
+        record = {
+            "commit": commit,
+            "date": datetime.date.today().isoformat(),
+            "host": f"{platform.node()} ({platform.processor()})",
+            "offsets": args.offsets,
+            "rows": rows,
+        }
+        with open(args.record, "w") as fh:
+            fh.write(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return 1 if bad else 0
 
 

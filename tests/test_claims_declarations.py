@@ -238,3 +238,24 @@ def test_a_control_is_rejected_only_by_values_on_the_wrong_side_on_a_valid_run()
         missing = target.judge("a", "", None, Evidence(outside))
         assert not straddling.passed and not straddling.refuted, target
         assert not missing.passed and missing.refuted, target
+
+
+def test_a_claims_margin_is_its_deciding_ends_clearance_in_standard_errors():
+    """docs/claims.md, "Seeds": margin = (the deciding end's distance beyond the target) / SE,
+    SE = that side's half-width / 1.96; negative when it misses; None without an interval."""
+    from attndyn.claims.verdict import Z_95, Claim
+
+    upper = Claim.compare("<", "a", "", Interval(0.05, 0.01, 0.09, 10), 0.25)
+    assert upper.margin == pytest.approx((0.25 - 0.09) / (0.04 / Z_95))
+    lower = Claim.compare(">=", "a", "", Interval(0.5, 0.4, 0.7, 10), 0.25)
+    assert lower.margin == pytest.approx((0.4 - 0.25) / (0.1 / Z_95))  # the low side's width
+    missing = Claim.compare(">", "a", "", Interval(0.2, 0.1, 0.3, 10), 0.25)
+    assert not missing.passed and missing.margin == pytest.approx(-0.15 / (0.1 / Z_95))
+    band = within(1.0, 0.25).judge("a", "", None, Evidence(Interval(1.1, 1.0, 1.2, 10)))
+    assert band.margin == pytest.approx(min(0.25, 0.05) / (0.1 / Z_95))
+    assert Claim.compare("<", "a", "", 0.1, 0.25).margin is None
+    assert Claim.compare("==", "a", "", Interval(1.0, 0.9, 1.1, 10), 1.0).margin is None
+    exact = Claim.compare(">=", "a", "", Interval(3.0, 3.0, 3.0, 4), 3.0)
+    assert exact.passed and exact.margin == 0.0
+    assert math.isinf(Claim.compare(">=", "a", "", Interval(4.0, 4.0, 4.0, 4), 3.0).margin)
+    assert upper.as_dict()["margin"] == pytest.approx(upper.margin)

@@ -65,3 +65,36 @@ def test_an_interval_of_one_value_is_written_as_exact():
         _value({"value": 0.5, "ci_low": 0.25, "ci_high": 0.75, "n_seeds": 8}) == "0.5 [0.25, 0.75]"
     )
     assert _value({"value": 2.0}) == "2"
+
+
+def test_the_generated_blocks_of_the_readme_and_claims_md_match_the_records():
+    """Issue 49 item 6: the README's experiments table and docs/claims.md's counts, retired
+    claims and thin margins are written from the records (scripts/claims_pages.py), so no
+    hand-copied verdict can go stale."""
+    from attndyn.claims.pages import fill, generated
+
+    for path, blocks in generated(DOCS.parents[1]).items():
+        text = path.read_text()
+        assert fill(text, blocks) == text, f"stale {path.name}: run python scripts/claims_pages.py"
+
+
+def test_fill_replaces_only_a_marked_block_and_refuses_a_missing_one():
+    from attndyn.claims.pages import BLOCK, END, fill
+
+    text = f"a\n{BLOCK.format(name='x')}\nold\n{END.format(name='x')}\nb\n"
+    assert fill(text, {"x": "new"}) == text.replace("old", "new")
+    with pytest.raises(ValueError, match="'y'"):
+        fill(text, {"y": "new"})
+
+
+def test_the_readme_table_shows_each_measured_verdict_and_otherwise_the_estimate():
+    from attndyn.claims.pages import experiments_table
+
+    exp = get_experiment("aim-solvable")
+    tiny = {"verdict": "passed", "wall_s": 12.0, "date": "2026-12-01"}
+    paper = {"verdict": "failed", "wall_s": 600.0, "date": "2026-12-02"}
+    table = experiments_table([exp], {exp.name: {"tiny": tiny, "paper": paper}}, {})
+    assert "tiny passed (12 s, 2026-12-01); small not measured" in table, table
+    assert "ran 10 min" in table and "failed" in table
+    table = experiments_table([exp], {}, {exp.name: {"seconds": 7200.0, "not_estimated": 2}})
+    assert "not run at the current claims; est. 2 h" in table and "2 runs not estimated" in table

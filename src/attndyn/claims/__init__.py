@@ -15,6 +15,7 @@ from attndyn.claims.base import Control, Experiment, RunContext
 from attndyn.claims.config import Base, ExperimentConfig, variant
 from attndyn.claims.spec import (
     Evidence,
+    Retired,
     above,
     at_least,
     at_most,
@@ -55,6 +56,7 @@ __all__ = [
     "Experiment",
     "ExperimentConfig",
     "Interval",
+    "Retired",
     "RunContext",
     "above",
     "at_least",

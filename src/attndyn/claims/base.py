@@ -15,7 +15,9 @@ An experiment declares, as class attributes:
 - ``controls``: named :class:`Control` s, deliberately wrong models, scalings or theories
   (``attndyn run NAME --control C``), which the claims naming them must fail;
 - ``deterministic``: True only where nothing random enters (an ODE);
-- ``notes``: what else the page says (markdown), e.g. identities moved to unit tests.
+- ``notes``: what else the page says (markdown), e.g. identities moved to unit tests;
+- ``retired``: :class:`~attndyn.claims.spec.Retired` records, each a claim as it stood when it
+  failed before it was changed (statement, target, failing value, why, what replaced it).
 
 and four steps that the runner calls in this order:
 
@@ -46,12 +48,20 @@ from pydantic import BaseModel
 
 from attndyn import runs
 from attndyn.claims.config import ExperimentConfig, changed
-from attndyn.claims.spec import ClaimSpec, Declared
+from attndyn.claims.spec import ClaimSpec, Declared, Retired
 from attndyn.claims.verdict import Check, Claim
 from attndyn.core.config import SimulationConfig
 from attndyn.core.serial import json_safe
 
-__all__ = ["Check", "Claim", "Control", "Experiment", "ExperimentConfig", "RunContext"]
+__all__ = [
+    "Check",
+    "Claim",
+    "Control",
+    "Experiment",
+    "ExperimentConfig",
+    "Retired",
+    "RunContext",
+]
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,7 @@ class Experiment(Generic[ConfigT]):
     # but change nothing, and the experiment's page says so
     deterministic: ClassVar[bool] = False
     notes: ClassVar[str] = ""
+    retired: ClassVar[tuple[Retired, ...]] = ()
 
     def declared_claims(self, config: ExperimentConfig) -> Declared:
         """The claims this experiment makes at ``config``, in declaration order."""

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -192,6 +193,28 @@ def _measured_section(measured: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _retired_section(exp: Experiment) -> list[str]:
+    """The claims as they stood when they failed, before they were changed (issue 49)."""
+    if not exp.retired:
+        return []
+    lines = [
+        "## Retired claims",
+        "",
+        "Each claim below failed as first declared and was then changed; its old statement, "
+        "target and failing value stay here ([docs/claims.md](../claims.md#retired-claims)).",
+        "",
+        "| retired claim | statement then | target then | failed | retired | why it changed "
+        "| now |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in exp.retired:
+        lines.append(
+            f"| `{r.name}` | {_cell(r.statement)} | {_cell(r.target)} | {_cell(r.failed)} | "
+            f"{r.retired} | {_cell(r.why)} | {_cell(r.now)} |"
+        )
+    return [*lines, ""]
+
+
 def render(exp: Experiment, measured: Mapping[str, Mapping[str, Any]]) -> str:
     """The markdown page of ``exp`` with its ``measured`` record (module docstring)."""
     module = type(exp).__module__
@@ -231,6 +254,10 @@ def render(exp: Experiment, measured: Mapping[str, Mapping[str, Any]]) -> str:
             f"{_cell(spec.statistic)} | {_cell(spec.target.text())} | {_cell(spec.reason)} | "
             f"{spec.seeds} | {_controls_text(spec)} |"
         )
+    weak = [spec for spec in type(exp).claims if spec.weak]
+    if weak:
+        lines += ["", "**Not yet strong** ([docs/claims.md](../claims.md#claim-status)):", ""]
+        lines += [f"- `{spec.named('<…>')}`: {_cell(spec.weak)}" for spec in weak]
     lines += ["", "## Controls", ""]
     lines += ["| control | overrides | what it makes wrong |", "|---|---|---|"]
     for name, control in exp.controls.items():
@@ -240,7 +267,289 @@ def render(exp: Experiment, measured: Mapping[str, Mapping[str, Any]]) -> str:
         note = exp.preset_notes.get(name, "")
         lines.append(f"| `{name}` | {_overrides(exp.presets[name])} | {_cell(note)} |")
     lines += ["", *_config_section(exp), ""]
+    lines += _retired_section(exp)
     if exp.notes:
         lines += ["## Notes", "", exp.notes.strip(), ""]
     lines += _measured_section(measured)
     return "\n".join(lines).rstrip() + "\n"
+
+
+# --- the words about every experiment, generated from the records (issue 49 item 6) ----------
+
+BLOCK = "<!-- generated:{name} (scripts/claims_pages.py; do not edit) -->"
+END = "<!-- /generated:{name} -->"
+
+
+def fill(text: str, blocks: Mapping[str, str]) -> str:
+    """``text`` with each ``<!-- generated:NAME … -->`` … ``<!-- /generated:NAME -->`` block
+    replaced by ``blocks[NAME]``; a block ``text`` does not mark is an error (ValueError)."""
+    for name, content in blocks.items():
+        start, end = BLOCK.format(name=name), END.format(name=name)
+        head, sep, rest = text.partition(start)
+        _, sep2, tail = rest.partition(end)
+        if not (sep and sep2):
+            raise ValueError(f"no generated block {name!r} in the text")
+        text = f"{head}{start}\n{content.rstrip()}\n{end}{tail}"
+    return text
+
+
+def _verdict_cell(entry: Mapping[str, Any] | None) -> str:
+    if entry is None:
+        return "not measured"
+    return f"{entry['verdict']} ({_duration(entry['wall_s'])}, {entry['date']})"
+
+
+def _duration(seconds: float) -> str:
+    from attndyn.runs.estimate import duration
+
+    return duration(seconds)
+
+
+def experiments_table(
+    experiments: Sequence[Experiment],
+    measured: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    estimates: Mapping[str, Mapping[str, Any]],
+) -> str:
+    """The README's experiments table: each experiment's description, its tiny and small
+    verdicts as measured at its current claims (docs/claims/measured), and its paper preset's
+    measured verdict or the dry run's estimate on two cores (docs/paper-presets.json)."""
+    lines = [
+        "| name | reproduces | tiny, small (measured at the current claims) | paper preset |",
+        "|---|---|---|---|",
+    ]
+    for exp in experiments:
+        record = measured.get(exp.name, {})
+        runs = (
+            f"tiny {_verdict_cell(record.get('tiny'))}; small {_verdict_cell(record.get('small'))}"
+        )
+        paper = record.get("paper")
+        if paper is not None:
+            cell = f"ran {_duration(paper['wall_s'])} ({paper['date']}): {paper['verdict']}"
+        elif exp.name in estimates and "seconds" in estimates[exp.name]:
+            est = estimates[exp.name]
+            cell = f"not run at the current claims; est. {_duration(est['seconds'])} on two cores"
+            if est.get("not_estimated"):
+                cell += f" ({est['not_estimated']} runs not estimated)"
+        else:
+            cell = "not run at the current claims; no estimate"
+        page = f"[`{exp.name}`](docs/claims/{exp.name}.md)"
+        lines.append(f"| {page} | {_cell(exp.description)} | {runs} | {cell} |")
+    return "\n".join(lines)
+
+
+def paper_verdicts_table(
+    experiments: Sequence[Experiment], measured: Mapping[str, Mapping[str, Mapping[str, Any]]]
+) -> str:
+    """docs/paper-presets.md's verdicts: each paper preset's measured run at the current claims
+    (its claims' values are on the experiment's page), or that none is stored."""
+    lines = ["| experiment | paper preset at the current claims |", "|---|---|"]
+    ran = 0
+    for exp in experiments:
+        entry = measured.get(exp.name, {}).get("paper")
+        if entry is None:
+            cell = "no record at the current claims (see the log below and the estimate above)"
+        else:
+            ran += 1
+            passed = sum(c["passed"] for c in entry["claims"])
+            cell = (f"**{entry['verdict']}** ({passed} of {len(entry['claims'])} claims; "
+                    f"{_duration(entry['wall_s'])} on two cores, {entry['date']}, "
+                    f"{entry['commit']})")  # fmt: skip
+        lines.append(f"| [{exp.name}](claims/{exp.name}.md) | {cell} |")
+    return (
+        f"{ran} of {len(experiments)} paper presets have a record at their current claims.\n\n"
+        + "\n".join(lines)
+    )
+
+
+def counts_table(experiments: Sequence[Experiment]) -> str:
+    """docs/claims.md's list of experiments: the claims each declares at each preset, its
+    controls and its retired claims, from the declarations."""
+    from attndyn.claims.runner import experiment_config
+
+    lines = [
+        "| experiment | claims at tiny | small | paper | controls | retired claims |",
+        "|---|---|---|---|---|---|",
+    ]
+    totals = [0, 0, 0, 0, 0]
+    for exp in experiments:
+        counts = []
+        for preset in PRESET_ORDER:
+            if preset in exp.presets:
+                counts.append(len(exp.claim_names(experiment_config(exp.name, preset, {})[1])))
+            else:
+                counts.append(0)
+        row = [*counts, len(exp.controls), len(exp.retired)]
+        totals = [a + b for a, b in zip(totals, row, strict=True)]
+        cells = " | ".join(str(c) for c in row)
+        lines.append(f"| [{exp.name}](claims/{exp.name}.md) | {cells} |")
+    lines.append(f"| **{len(experiments)} experiments** | " + " | ".join(
+        f"**{t}**" for t in totals) + " |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def retired_table(experiments: Sequence[Experiment]) -> str:
+    """docs/claims.md's index of retired claims (the records are on each experiment's page)."""
+    lines = [
+        "| experiment | retired claim | target then | failed | retired | now |",
+        "|---|---|---|---|---|---|",
+    ]
+    for exp in experiments:
+        for r in exp.retired:
+            lines.append(
+                f"| [{exp.name}](claims/{exp.name}.md#retired-claims) | `{r.name}` | "
+                f"{_cell(r.target)} | {_cell(r.failed)} | {r.retired} | {_cell(r.now)} |"
+            )
+    if len(lines) == 2:
+        return "No claim has been retired."
+    return "\n".join(lines)
+
+
+def margins_table(record: Mapping[str, Any]) -> str:
+    """docs/claims.md's list of the tiny presets whose margin is under 3 standard errors (CI
+    re-draws them at offset 1000, the thick ones at the commit's fresh offset)."""
+    from attndyn.claims.redraw import MIN_MARGIN, margins
+
+    tiny = [m for m in margins(record) if m.preset == "tiny"]
+    thin = [m for m in tiny if not m.thick]
+    lines = [
+        f"Measured {record['date']} at {record['commit'][:12]}, seed offsets "
+        f"{', '.join(str(o) for o in record['offsets'])} (docs/claims/redraw.json): "
+        f"**{len(tiny) - len(thin)} of {len(tiny)}** stochastic tiny presets have a margin of at "
+        f"least {MIN_MARGIN:g} standard errors on every claim and are re-drawn in CI at the "
+        f"commit's fresh offset; the {len(thin)} below are re-drawn at offset 1000 until a larger "
+        "design widens their margin.",
+        "",
+        "| experiment | smallest margin (SE) | claim | at seed offset |",
+        "|---|---|---|---|",
+    ]
+    for m in thin:
+        value = "no interval" if math.isnan(m.value) else "failed" if m.value == -math.inf \
+            else f"{m.value:.2f}"  # fmt: skip
+        seed = "—" if m.seed is None else str(m.seed)
+        lines.append(f"| [{m.experiment}](claims/{m.experiment}.md) | {value} | `{m.claim}` | "
+                     f"{seed} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def generated(root: Path) -> dict[Path, dict[str, str]]:
+    """Every generated block of a source checkout at ``root``: {file: {block: markdown}}, from
+    the declarations, docs/claims/measured/*.json, docs/claims/redraw.json and
+    docs/paper-presets.json. ``scripts/claims_pages.py`` writes them; a test fails when a
+    committed file differs."""
+    from attndyn.claims import experiment_names, get_experiment
+
+    exps = [get_experiment(n) for n in experiment_names()]
+    measured_dir = root / "docs" / "claims" / "measured"
+    measured = {
+        e.name: json.loads(p.read_text())
+        for e in exps
+        if (p := measured_dir / f"{e.name}.json").is_file()
+    }
+    plans = json.loads((root / "docs" / "paper-presets.json").read_text())
+    estimates = {p["experiment"]: p for p in plans}
+    redraw = json.loads((root / "docs" / "claims" / "redraw.json").read_text())
+    return {
+        root / "README.md": {"experiments": experiments_table(exps, measured, estimates)},
+        root / "docs" / "paper-presets.md": {
+            "paper-verdicts": paper_verdicts_table(exps, measured)
+        },
+        root / "docs" / "claims.md": {
+            "experiments": counts_table(exps),
+            "retired": retired_table(exps),
+            "thin-margins": margins_table(redraw),
+            "status": status_table(exps, measured, redraw),
+        },
+    }
+
+
+def _spec_of(exp: Experiment, claim: str) -> Any:
+    """The declaration that makes ``claim`` (exactly, or through its ``{}``)."""
+    import re
+
+    for spec in type(exp).claims:
+        pattern = re.escape(spec.name).replace(r"\{\}", ".+")
+        if re.fullmatch(pattern, claim):
+            return spec
+    return None
+
+
+def status_rows(
+    exp: Experiment,
+    measured: Mapping[str, Mapping[str, Any]],
+    redraw: Mapping[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """Each claim the experiment declares at any preset, with its status (docs/claims.md, "Claim
+    status"): ``weak`` (its declaration says why), ``unrefuted`` (no control has failed it by
+    value at a measured preset), ``thin`` (a re-drawn tiny margin under 3 standard errors), or
+    ``strong``; the presets, the controls that refuted it and its smallest tiny margin."""
+    from attndyn.claims.redraw import MIN_MARGIN, claim_margin
+    from attndyn.claims.runner import experiment_config
+
+    presets: dict[str, list[str]] = {}
+    for preset in PRESET_ORDER:
+        if preset in exp.presets:
+            for name in exp.claim_names(experiment_config(exp.name, preset, {})[1]):
+                presets.setdefault(name, []).append(preset)
+    refuted: dict[str, set[str]] = {}
+    for entry in measured.values():
+        if entry.get("control") and entry["verdict"] == "control-failed-as-expected":
+            for name in entry["must_fail"]:
+                refuted.setdefault(name, set()).add(entry["control"])
+    tiny_rows = [r for r in (redraw or {}).get("rows", [])
+                 if r["experiment"] == exp.name and r["preset"] == "tiny"]  # fmt: skip
+    measured_names = {c["name"] for r in tiny_rows for c in r["claims"]}
+    margins = {n: claim_margin(tiny_rows, n) for n in measured_names}
+    rows = []
+    for name, where in presets.items():
+        spec = _spec_of(exp, name)
+        margin = margins.get(name)
+        if spec is not None and spec.weak:
+            status = "weak"
+        elif not refuted.get(name):
+            status = "unrefuted"
+        elif margin is not None and not margin >= MIN_MARGIN:  # NaN: no interval, values vary
+            status = "thin"
+        else:
+            status = "strong"
+        rows.append({
+            "experiment": exp.name, "claim": name, "presets": where, "status": status,
+            "refuted_by": sorted(refuted.get(name, ())), "margin": margin,
+            "weak": spec.weak if spec is not None else "",
+        })  # fmt: skip
+    return rows
+
+
+def status_table(
+    experiments: Sequence[Experiment],
+    measured: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    redraw: Mapping[str, Any],
+) -> str:
+    """docs/claims.md's claim status: a count per status, then every claim that is not strong
+    with the reason."""
+    rows = [r for e in experiments for r in status_rows(e, measured.get(e.name, {}), redraw)]
+    count = {s: sum(r["status"] == s for r in rows) for s in ("strong", "thin", "unrefuted",
+                                                                "weak")}  # fmt: skip
+    lines = [
+        f"**{len(rows)} claims**: {count['strong']} strong, {count['thin']} thin, "
+        f"{count['unrefuted']} not yet failed by value by any control run, {count['weak']} weak.",
+        "",
+        "| experiment | claim | presets | status | controls that failed it by value | "
+        "tiny margin (SE) | why not strong |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["status"] == "strong":
+            continue
+        m = r["margin"]
+        margin = "—" if m is None else "no interval" if math.isnan(m) else f"{m:.2f}"
+        why = {
+            "weak": r["weak"],
+            "unrefuted": "no control run at a preset that makes it has failed it by value",
+            "thin": "its re-drawn interval lies within 3 SE of the target",
+        }[r["status"]]
+        lines.append(
+            f"| [{r['experiment']}](claims/{r['experiment']}.md) | `{r['claim']}` | "
+            f"{', '.join(r['presets'])} | {r['status']} | "
+            f"{', '.join(f'`{c}`' for c in r['refuted_by']) or '—'} | {margin} | {_cell(why)} |"
+        )
+    return "\n".join(lines)

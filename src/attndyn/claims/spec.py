@@ -29,6 +29,28 @@ from attndyn.claims.verdict import Check, Claim
 
 
 @dataclass(frozen=True)
+class Retired:
+    """A claim as it stood when it failed, before it was changed (docs/claims.md, "Retired
+    claims"; issue 49): its old ``name``, ``statement`` and ``target``, the ``failed`` value(s)
+    with preset and seed offset, the date it was ``retired`` (ISO), ``why`` it changed (the
+    paper's text, quoted with its offset, where that justifies the new reading) and what
+    replaced it: ``now``, a declared claim's name, or ``"reported"`` (a measurement in the
+    summary) or ``"dropped"``. Shown on the claims page, by ``attndyn describe`` and in the
+    report, so the old failing claim stays where a reader of the new one looks."""
+
+    name: str
+    statement: str
+    target: str
+    failed: str
+    retired: str
+    why: str
+    now: str
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class Measured:
     """A threshold computed from the measurements; ``text`` says how (docs, target text)."""
 
@@ -196,7 +218,9 @@ class ClaimSpec:
     ``name`` and ``statement``. ``when``: the claim is made only where it returns True.
     ``controls``: the negative controls that must fail it; a mapping restricts a control to some
     entries (their keys). ``seeds``: the fewest seeds its interval needs (1 where nothing is
-    random).
+    random). ``weak``: why the claim is not yet strong although a control may fail it — a wrong
+    model that passes it, or a statistic that compares the code with itself (issue 49 item 4;
+    docs/claims.md, "Claim status"); empty for a claim held to be strong.
     """
 
     name: str
@@ -209,6 +233,7 @@ class ClaimSpec:
     key: Callable[[Any], str] = _key
     when: Callable[[Any], bool] | None = None
     seeds: int = 2
+    weak: str = ""
 
     def keys(self, config: Any) -> list[str | None]:
         """The entries this spec makes claims for at ``config`` ([None] for a single claim)."""
@@ -251,11 +276,14 @@ def claim(
     key: Callable[[Any], str] = _key,
     when: Callable[[Any], bool] | None = None,
     seeds: int = 2,
+    weak: str = "",
 ) -> ClaimSpec:
     """Declare a claim (see :class:`ClaimSpec`)."""
     if ("{}" in name) != (over is not None):
         raise ValueError(f"claim {name!r}: '{{}}' in the name goes with over=…, and only with it")
-    return ClaimSpec(name, statement, statistic, target, reason, controls, over, key, when, seeds)
+    return ClaimSpec(
+        name, statement, statistic, target, reason, controls, over, key, when, seeds, weak
+    )
 
 
 @dataclass

@@ -74,6 +74,10 @@ class Claim:
     ci_high: float | None = None
     n_seeds: int | None = None
     refuted: bool = False
+    margin: float | None = None
+    """How far the interval's deciding end clears the target, in standard errors (negative: it
+    misses): :func:`margin_se`. None for a value without an interval, an ``==`` target or a
+    claim whose target comes only from extra checks."""
 
     @property
     def finite(self) -> bool:
@@ -126,15 +130,21 @@ class Claim:
                 f"{op} {threshold:g} ({value.level:.0%} CI)",
                 bool(all(_OPS[op](e, threshold) for e in ends)),
             )
+            margin = None
             if op == "==":
                 refuted = not value.low <= threshold <= value.high
             else:  # the other end fails too: the whole interval on the wrong side
                 other = value.high if _CONSERVATIVE[op] == "low" else value.low
                 refuted = not _OPS[op](other, threshold)
+                side = 1.0 if _CONSERVATIVE[op] == "low" else -1.0
+                margin = margin_se(value, _CONSERVATIVE[op], side * threshold)
         else:
             check = Check.compare("", value, op, threshold)
             refuted = not check.passed
-        return cls.from_checks(name, statement, value, (check, *also), refuted)
+            margin = None
+        claim = cls.from_checks(name, statement, value, (check, *also), refuted)
+        claim.margin = margin
+        return claim
 
     @classmethod
     def inside(
@@ -154,10 +164,16 @@ class Claim:
             check = Check(f"{text} ({value.level:.0%} CI)", ok(value.low) and ok(value.high))
             lo, hi = region if region is not None else (math.nan, math.nan)
             refuted = value.high < lo or value.low > hi
+            margin = None
+            if region is not None:
+                margin = min(margin_se(value, "low", lo), margin_se(value, "high", -hi))
         else:
             check = Check(text, ok(value))
             refuted = not check.passed
-        return cls.from_checks(name, statement, value, (check, *also), refuted)
+            margin = None
+        claim = cls.from_checks(name, statement, value, (check, *also), refuted)
+        claim.margin = margin
+        return claim
 
     @classmethod
     def dropped(cls, name: str) -> Claim:
@@ -180,7 +196,30 @@ class Claim:
             "n_seeds": self.n_seeds,
             "target": self.target,
             "passed": bool(self.passed),
+            "margin": _finite(self.margin),
         }
+
+
+Z_95 = 1.959963984540054
+"""The standard normal's 97.5 % quantile: a half-width over it is the standard error."""
+
+
+def margin_se(value: Interval, end: str, signed_threshold: float) -> float:
+    """The clearance of the interval's ``end`` ("low" or "high") beyond a threshold, in standard
+    errors: (low − threshold)/SE for a lower bound, (threshold − high)/SE for an upper bound
+    (``signed_threshold`` = −threshold, as the high end enters with its sign flipped), where
+    SE = |value − end|/1.96 is that side's half-width read as a normal interval's (docs/claims.md,
+    "Seeds": a Student-t or bootstrap interval's half-width is wider than 1.96 SE, so this SE is
+    an overestimate and the margin an underestimate). Non-finite when the interval is."""
+    if end == "low":
+        clearance, half = value.low - signed_threshold, value.value - value.low
+    else:
+        clearance, half = -value.high - signed_threshold, value.high - value.value
+    if not (math.isfinite(clearance) and math.isfinite(half)):
+        return math.nan
+    if half <= 0:  # an exact value (every seed equal): no spread to measure the margin in
+        return math.inf if clearance > 0 else -math.inf if clearance < 0 else 0.0
+    return clearance / (half / Z_95)
 
 
 def _finite(value: float | None) -> float | None:

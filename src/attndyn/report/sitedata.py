@@ -76,6 +76,17 @@ def _paper(name: str) -> str:
         return ""
 
 
+def _retired(name: str) -> list[dict[str, str]]:
+    """The experiment's retired claims (:class:`~attndyn.claims.spec.Retired`), or [] when the
+    experiment is not installed here."""
+    from attndyn.claims import get_experiment
+
+    try:
+        return [r.as_dict() for r in get_experiment(name).retired]
+    except Exception:  # a plug-in experiment no longer installed: the record still shows
+        return []
+
+
 def _experiments(con) -> list[dict[str, Any]]:
     rows = con.execute(
         "SELECT key, experiment, preset, control, verdict, passed, n_claims, n_passed, wall_s, "
@@ -99,6 +110,7 @@ def _experiments(con) -> list[dict[str, Any]]:
         if exp["experiment"] not in papers:
             papers[exp["experiment"]] = _paper(exp["experiment"])
         exp["paper"] = papers[exp["experiment"]]
+        exp["retired"] = _retired(exp["experiment"])
         figure = Path(exp["file"]).parents[1] / "figures" / f"{exp['key']}.png"
         if not figure.is_file() and record.get("figure"):  # where the record says it wrote it
             figure = Path(record["figure"])

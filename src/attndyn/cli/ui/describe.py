@@ -197,6 +197,7 @@ def _declared_meaning(spec, key) -> dict[str, str]:
         "reason": spec.reason,
         "seeds": str(spec.seeds),
         **({"controls": controls} if controls else {}),
+        **({"not yet strong": spec.weak} if spec.weak else {}),
     }
 
 
@@ -243,6 +244,7 @@ def describe_experiment(name: str) -> dict[str, Any]:
         "presets": {p: exp.presets[p] for p in PRESETS if p in exp.presets},
         "controls": controls,
         "claims": list(claims.values()),
+        "retired": [r.as_dict() for r in exp.retired],
         "fields": fields(exp.Config),
     }
 
@@ -345,5 +347,16 @@ def render(info: dict[str, Any], console) -> None:
         meaning = "; ".join(f"{k}: {v}" for k, v in c.items() if k not in ("name", "presets"))
         claims.add_row(c["name"], ", ".join(c["presets"]), escape(meaning) or MISSING)
     console.print(claims)
+    if info["retired"]:
+        retired = Table(title="retired claims (failed as first declared, then changed)",
+                        title_justify="left")  # fmt: skip
+        retired.add_column("retired claim", no_wrap=True)
+        retired.add_column("what it said, how it failed, what replaced it", ratio=1,
+                           overflow="fold")  # fmt: skip
+        for r in info["retired"]:
+            text = (f"{r['statement']} (target {r['target']}); failed: {r['failed']}; "
+                    f"retired {r['retired']}: {r['why']}; now: {r['now']}")  # fmt: skip
+            retired.add_row(r["name"], escape(text))
+        console.print(retired)
     console.print(_fields_table(f"config fields (attndyn run {name} --set FIELD=VALUE)",
                                 info["fields"]))  # fmt: skip

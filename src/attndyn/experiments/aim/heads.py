@@ -34,7 +34,7 @@ from pydantic import Field, field_validator
 
 from attndyn.claims.base import Control, Experiment, RunContext
 from attndyn.claims.config import Base, ExperimentConfig
-from attndyn.claims.spec import Evidence, below, between, claim
+from attndyn.claims.spec import Evidence, Retired, below, between, claim
 from attndyn.claims.stats import jackknife_ci
 from attndyn.claims.verdict import Check
 from attndyn.figures.draw import new_figure, save_figure
@@ -254,7 +254,7 @@ class AIMHeads(Experiment[HeadsConfig]):
         "tiny": "two heads, h1 at d = 16, 32, 64 (c = 0.05) and h2 at d = 64, 96 (c = 0.03), 8 "
         "seeds, the flow on 2^12 nodes (Gauss–Hermite, exact for these polynomial losses). "
         "gap-shrinks is claimed for h1 only: over h2's two dimensions its interval was too "
-        "wide (the notes' retired record). 24.7 s wall (21 s CPU) in a fresh results folder "
+        "wide (the retired claims). 24.7 s wall (21 s CPU) in a fresh results folder "
         "at load 4–5; in the end-to-end tests 17 s, 16 s at seed offset 1000, the controls "
         "4–6 s (they reuse the SGD runs).",
         "small": "two and three tied heads, h1 at d = 16, 32, 64, 128 and h2 at d = 64, 96, "
@@ -353,32 +353,11 @@ class AIMHeads(Experiment[HeadsConfig]):
         "**Step size for h2.** With c = 0.05 (batch 32) two-head h2 SGD diverged in 3 of 8 seeds "
         "at d = 48 and in 1 of 16 at d = 64 (seed offset 2000); h2 runs use c = 0.03 and "
         "d ≥ 64. h1 is stable at d = 16 with c = 0.05.\n\n"
-        "**Retired record.** `gap-shrinks-tied-h2-2` was first declared over tiny's two h2 "
-        "dimensions (d = 64, 96) and failed at seed offset 0: slope −1.39 [−2.64, −0.15] "
-        "against < −¼ (8 seeds; the per-seed gap of h2 varies with when each seed's heads "
-        "split). The claim is now made only over three or more dimensions (h1 at tiny: "
-        "d = 16, 32, 64; h2 at small: d = 64, 96, 128), its target unchanged.\n\n"
-        "**Retired record: `specialise-{case}`.** Declared first for every case as (seed mean "
-        "of SGD's spec) / (seed mean of the flow's spec) at the horizon, within [½, 2]. It "
-        "passed at tiny (offset 0: h1 0.962 [0.879, 1.046], h2 1.269 [1.047, 1.491]) and at "
-        "small offsets 0 and 1000, and failed at small offset 2000 for two h2 heads at d = 128: "
-        "1.632 [0.725, 2.539] (SGD 0.0303, flow 0.0186; spec at t = 0 0.00098, half its value "
-        "at the other offsets). At t = 1 h2's split is still growing exponentially from an "
-        "amplitude that SGD's noise sets as much as the initial asymmetry, and the flow sees "
-        "only the latter. The claim is now split in two: `split-rate-{case}` (h2) compares "
-        "the growth of spec over the second half of the horizon, which is the unstable "
-        "direction's rate and does not depend on that amplitude; `no-split-{case}` (h1) keeps "
-        "the former statistic. Band unchanged. The growth was first taken per seed, "
-        "(seed mean of log(spec(T)/spec(T/2)) for SGD) / (the same for the flow); recomputed "
-        "from the same runs it failed at small offset 0 for two heads at d = 128: 0.821 [0.377, "
-        "1.265] (offsets 1000, 2000: 0.949 [0.794, 1.104], 1.023 [0.891, 1.154]): spec is a "
-        "distance to the symmetric state, and a seed whose SGD split crosses it (the other "
-        "matching than its flow) has spec near 0 at T/2 and an unbounded log. The claim now "
-        "takes the growth of the seed means, log(S̄(T)/S̄(T/2)), as the former statistic "
-        "took the ratio of seed means. Since it was chosen on the runs of offsets 0–2000, small "
-        "was run again at offsets 4000 and 5000, drawn after the change: `split-rate` 0.989 "
-        "[0.898, 1.08] and 1.07 [0.961, 1.18] (two heads), 1.00 [0.943, 1.06] and 0.954 "
-        "[0.894, 1.02] (three); every claim passed (docs/claims.md).\n\n"
+        "**Retired claims** (the table above): `gap-shrinks-tied-h2-2` over tiny's two h2 "
+        "dimensions, `specialise-{case}` and the per-seed `split-rate-{case}`. After the last "
+        "change small was run at offsets 4000 and 5000: `split-rate` 0.989 [0.898, 1.08] and "
+        "1.07 [0.961, 1.18] (two heads), 1.00 [0.943, 1.06] and 0.954 [0.894, 1.02] (three); "
+        "every claim passed (docs/claims.md).\n\n"
         "**Not covered.** Untied h2 heads were not run: untied h2 and h3 escape the "
         "uninformative state only after a d-dependent time (aim-untied-escape measures it), so "
         "a horizon would have to be chosen per d. Left for later, not claimed.\n\n"
@@ -387,6 +366,48 @@ class AIMHeads(Experiment[HeadsConfig]):
         "drift saturates by t = 1, so doubling the time moves the order parameters little. "
         "It was replaced by `time-direct` (direct S's time map, a factor 4), which fails "
         "every claim it names."
+    )
+
+    retired = (
+        Retired(
+            "gap-shrinks-tied-h2-2 (tiny)",
+            "two tied h2 heads: the SGD–flow gap shrinks with d, over tiny's d = 64, 96",
+            "< −0.25 (95% CI)",
+            "tiny, seed offset 0: −1.39 [−2.64, −0.15] (8 seeds; each seed's gap varies with "
+            "when its heads split)",
+            "2026-12-07",
+            "a slope over two dimensions is not resolved by 8 seeds: the claim is made only "
+            "over three or more (h2 at small: d = 64, 96, 128), target unchanged",
+            "gap-shrinks-tied-h2-2 (small and paper)",
+        ),
+        Retired(
+            "specialise-{case}",
+            "the heads specialise as the flow's do: (seed mean of SGD's spec)/(seed mean of the "
+            "flow's spec) at the horizon",
+            "in [0.5, 2] (95% CI)",
+            "small, seed offset 2000, two h2 heads at d = 128: 1.632 [0.725, 2.539] (passed at "
+            "tiny and at small offsets 0, 1000)",
+            "2026-12-07",
+            "at t = 1 h2's split still grows exponentially from an amplitude SGD's noise sets "
+            "as much as the initial asymmetry, which the flow alone sees: split into "
+            "`split-rate` (h2: the growth of spec, the unstable direction's rate) and `no-split` "
+            "(h1: the former statistic), band unchanged",
+            "split-rate-{case}, no-split-{case}",
+        ),
+        Retired(
+            "split-rate-{case} (per seed)",
+            "h2: spec grows at the flow's rate, (seed mean of log(spec(T)/spec(T/2)) for SGD) / "
+            "(the same for the flow)",
+            "in [0.5, 2] (95% CI)",
+            "small, seed offset 0, two heads at d = 128: 0.821 [0.377, 1.265] (offsets 1000, "
+            "2000: 0.949 [0.794, 1.104], 1.023 [0.891, 1.154])",
+            "2026-12-07",
+            "spec is a distance to the symmetric state: a seed whose SGD split takes the other "
+            "matching than its flow has spec ≈ 0 at T/2 and an unbounded log. Now the growth of "
+            "the seed means, log(S̄(T)/S̄(T/2)); chosen on offsets 0–2000, so judged at 4000 "
+            "and 5000 after the change",
+            "split-rate-{case}",
+        ),
     )
 
     def run(self, config: HeadsConfig, ctx: RunContext) -> dict[str, Any]:

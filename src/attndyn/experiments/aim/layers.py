@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 
 from attndyn.claims.base import Control, Experiment, RunContext
 from attndyn.claims.config import Base, ExperimentConfig
-from attndyn.claims.spec import Evidence, at_most, below, claim, within
+from attndyn.claims.spec import Evidence, Retired, at_most, below, claim, within
 from attndyn.claims.stats import Interval, jackknife_ci, mean_ci, worst
 from attndyn.claims.verdict import Check
 from attndyn.figures.draw import new_figure, save_figure
@@ -180,26 +180,31 @@ class AIMLayers(Experiment[LayersConfig]):
         '(docs/aim.md, "Finite d"). What remains after Φ₃ (+0.0005 to +0.0008 in Δq₁₁) does not '
         "fall with d and has the sign of SGD's own Itô drift, O(c/(B log d)), which no "
         "population flow contains.\n\n"
-        "**A retired record.** At first the small preset integrated the flows of 4 seeds and "
-        "claimed only the readout slope (the layer-1 slope at paper only, since the drift at "
-        "t = 0 had slope −0.13 over d = 48–96). Its first run, at seed offset 0, failed "
-        "`readout-gap-slope`: −0.673 [−1.14, −0.209] (the worst, t₂, whose gap at d = 48 is "
-        "0.0014 ± 0.0010; q₂₂ −0.85 [−1.06, −0.64], p₂₄ −0.58 [−0.85, −0.31]): 3 degrees of "
-        "freedom. The claim is unchanged; the small preset now integrates 8 flows per d, and it "
-        "was judged at seed offsets 1000, 2000 and 3000, drawn after that change. The same run "
-        "gave the layer-1 gap along the path a slope of −0.49 [−0.59, −0.39] over 48–192 (the "
-        "t = 0 drift is not the path's), so `layer1-gap-slope` is claimed at small too. With 8 "
-        "flows `readout-gap-slope` passed at offsets 0, 1000 and 2000 (−0.59 [−0.87, −0.32], "
-        "−0.62 [−0.79, −0.45], −0.60 [−0.79, −0.42]) and **failed at 3000: −0.42 [−0.83, "
-        "−0.0096]**, again on t₂, the readout's first moment: its gap at d = 48 (0.0008–0.0014 ± "
-        "0.0004–0.0006 over the four offsets) is within two or three standard errors of zero, so "
-        "the fit cannot resolve its slope. The claim now takes the readout's second moments q₂₂ "
-        "and p₂₄ (their slopes at 0–3000: −0.63 to −0.81 and −0.56 to −0.63, high ends ≤ −0.36) "
-        "and reports t₂'s; it was judged at seed offsets 4000, 5000 and 6000, drawn after this "
-        "change (docs/claims.md's seed-offset table).\n\n"
+        "The retired claims above: `readout-gap-slope` as first declared (the worst of t₂, q₂₂ "
+        "and p₂₄) failed at small; it was first run with the flows of 4 seeds, now 8. The run "
+        "that first failed gave the layer-1 gap along the path a slope of −0.49 [−0.59, −0.39] "
+        "over 48–192 (the t = 0 drift is not the path's), so `layer1-gap-slope` is claimed at "
+        "small too.\n\n"
         "**Identities are unit tests** (tests/test_aim_population.py): the Φ flow equals the "
         "tied matrix flow; the Edgeworth term vanishes for even losses and is exact for a cubic "
         "loss; the two-layer drift at d = 48 differs from the limit's by > 20 standard errors."
+    )
+
+    retired = (
+        Retired(
+            "readout-gap-slope",
+            "the readout's gap to Φ shrinks with d (the worst of t₂, q₂₂ and p₂₄)",
+            "< −0.25 (95% CI)",
+            "small, seed offset 0 with the flows of 4 seeds: −0.673 [−1.14, −0.209] (t₂; fixed "
+            "by 8 flows, target unchanged); with 8 flows, offset 3000: −0.42 [−0.83, −0.0096], "
+            "again t₂ (offsets 0–2000 passed: −0.59, −0.62, −0.60)",
+            "2026-12-07",
+            "t₂'s gap at d = 48 (0.0008–0.0014 ± 0.0004–0.0006) is within two or three "
+            "standard errors of zero, so no fit resolves its slope: the claim takes the "
+            "readout's second moments q₂₂ and p₂₄ and reports t₂'s; judged at seed offsets "
+            "4000, 5000, 6000 after the change",
+            "readout-gap-slope",
+        ),
     )
 
     def preconditions(self, config: LayersConfig, m: dict[str, Any]) -> list[Check]:

@@ -183,6 +183,10 @@ class AIMTruncation(Experiment):
             target=below(1.0),
             reason="Cor. 2: the error falls geometrically in M (any r < 1)",
             controls=("theory-time-x4",),
+            weak=(
+                "it compares the code with itself: the truncated hierarchy against its own flow, "
+                "with no wrong model of SGD that could fail it (issue 49's referee)"
+            ),
         ),
         claim(
             "geometric-in-M-large-gamma",
@@ -193,6 +197,10 @@ class AIMTruncation(Experiment):
             target=below(1.0),
             reason="Cor. 2 with γ > γ*: uniformly in time",
             controls=("theory-no-decay",),
+            weak=(
+                "it compares the code with itself: the truncated hierarchy against its own flow, "
+                "with no wrong model of SGD that could fail it (issue 49's referee)"
+            ),
         ),
         claim(
             "sgd-matches-largest-M-inside",
@@ -236,6 +244,10 @@ class AIMTruncation(Experiment):
             reason="P1 states Cor. 2 for γ > γ*; at γ = 0 the truncation has a finite radius "
             "(docs/aim-solvable.md)",
             controls=("theory-time-x4",),
+            weak=(
+                "it compares the code with itself: the hierarchy's horizon read off its own flows "
+                "(issue 49's referee)"
+            ),
         ),
     )
     notes = NOTES

@@ -318,6 +318,9 @@ class MarkovSymmetry(Experiment):
             "restart took; the drift bound says the loss is on a plateau",
             controls=("asymmetric-stall",),
             over="ds",
+            weak=(
+                "listed weak by issue 49's referee (a wrong model passes it); not yet re-examined"
+            ),
         ),
         claim(
             "restart-d{}",

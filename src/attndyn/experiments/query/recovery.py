@@ -243,6 +243,10 @@ class QueryRecovery(Experiment):
             "initial queries each sign is equally likely; p > 0.01 is a 1 %-level test of 50/50",
             controls=("init-leak",),
             when=lambda config: bool(_recovery_cases(config)),
+            weak=(
+                "with the preset's seeds only an all-one-sign split fails it (8–0 at tiny) (issue "
+                "49's referee)"
+            ),
         ),
         claim(
             "ode-tracking",
