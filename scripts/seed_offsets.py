@@ -13,8 +13,9 @@ any row is not ``passed``. Deterministic experiments (no ``seed`` field) run onc
 ``--fresh``: the three offsets derived from the checked-out commit
 (:func:`attndyn.claims.redraw.fresh_offsets`), for a claim that is new or changed: commit the
 change, then run this, so the offsets are drawn after the change is final. ``--record FILE``:
-also write every row as JSON (the commit, the offsets and each claim's value, interval, target
-and margin in standard errors) — the record docs/claims/redraw.json, from which docs/claims.md's
+also write every row as JSON (its commit, date, offset and each claim's value, interval, target
+and margin in standard errors) into FILE, replacing the rows of the same experiment, preset and
+offset and keeping the others — the record docs/claims/redraw.json, from which docs/claims.md's
 list of thin margins and CI's choice of re-draw offset are read.
 """
 
@@ -78,7 +79,8 @@ def main(argv: list[str]) -> int:
                 bad += outcome.verdict != "passed"
                 seconds = time.perf_counter() - start
                 rows.append({
-                    "experiment": name, "preset": preset, "seed": offset,
+                    "experiment": name, "preset": preset, "seed": offset, "commit": commit,
+                    "date": datetime.date.today().isoformat(),
                     "verdict": outcome.verdict, "seconds": round(seconds, 1),
                     "claims": [c.as_dict() for c in outcome.claims],
                 })  # fmt: skip
@@ -89,15 +91,12 @@ def main(argv: list[str]) -> int:
                     flush=True,
                 )
     if args.record:
-        record = {
-            "commit": commit,
-            "date": datetime.date.today().isoformat(),
-            "host": f"{platform.node()} ({platform.processor()})",
-            "offsets": args.offsets,
-            "rows": rows,
-        }
-        with open(args.record, "w") as fh:
-            fh.write(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        path = Path(args.record)
+        old = json.loads(path.read_text())["rows"] if path.is_file() else []
+        new = {(r["experiment"], r["preset"], r["seed"]) for r in rows}
+        kept = [r for r in old if (r["experiment"], r["preset"], r["seed"]) not in new]
+        merged = sorted(kept + rows, key=lambda r: (r["experiment"], r["preset"], r["seed"] or 0))
+        path.write_text(json.dumps({"rows": merged}, indent=1, ensure_ascii=False) + "\n")
     return 1 if bad else 0
 
 

@@ -411,9 +411,15 @@ def margins_table(record: Mapping[str, Any]) -> str:
 
     tiny = [m for m in margins(record) if m.preset == "tiny"]
     thin = [m for m in tiny if not m.thick]
+    rows = record["rows"]
+    dates = sorted({r["date"] for r in rows}) or ["—"]
+    commits = sorted({r["commit"][:7] for r in rows})
+    offsets = sorted({r["seed"] for r in rows if r["seed"] is not None})
     lines = [
-        f"Measured {record['date']} at {record['commit'][:12]}, seed offsets "
-        f"{', '.join(str(o) for o in record['offsets'])} (docs/claims/redraw.json): "
+        f"Measured {dates[0]}"
+        + (f" to {dates[-1]}" if len(dates) > 1 else "")
+        + f" at {', '.join(commits)}, seed offsets {', '.join(str(o) for o in offsets)} "
+        "(docs/claims/redraw.json, each row with its commit and date): "
         f"**{len(tiny) - len(thin)} of {len(tiny)}** stochastic tiny presets have a margin of at "
         f"least {MIN_MARGIN:g} standard errors on every claim and are re-drawn in CI at the "
         f"commit's fresh offset; the {len(thin)} below are re-drawn at offset 1000 until a larger "
