@@ -115,12 +115,9 @@ PINNED: dict[str, list[str]] = {
         "gap-shrinks-with-d",
     ],
     "aim-truncation": [
-        "geometric-in-M-inside",
-        "geometric-in-M-large-gamma",
         "sgd-matches-largest-M-inside",
         "sgd-matches-largest-M-large-gamma",
         "flow-tracks-sgd",
-        "horizon-gamma0",
     ],
     "aim-untied": [
         "fast-equilibrium",
