@@ -97,6 +97,7 @@ def test_as_dict_writes_non_finite_values_as_none():
         "n_seeds": None,
         "target": "< 1",
         "passed": False,
+        "refuted": False,  # an infinite value refutes nothing (not a finite value)
         "margin": None,
     }
 
@@ -125,6 +126,7 @@ def test_an_interval_passes_only_when_it_clears_the_target():
         "n_seeds": 8,
         "target": ">= 0.3 (95% CI)",
         "passed": True,
+        "refuted": False,
         "margin": pytest.approx(0.0, abs=1e-9),  # the low end on the threshold: no margin
     }
     nan = Interval(math.nan, math.nan, math.nan, 3)

@@ -498,8 +498,17 @@ def status_rows(
                 presets.setdefault(name, []).append(preset)
     refuted: dict[str, set[str]] = {}
     for entry in measured.values():
-        if entry.get("control") and entry["verdict"] == "control-failed-as-expected":
-            for name in entry["must_fail"]:
+        if (
+            not entry.get("control")
+            or entry["verdict"] == "control-inconclusive"
+            and any(not p["passed"] for p in entry["preconditions"])
+        ):
+            continue  # no control, or an invalid run: no evidence either way
+        by_name = {c["name"]: c for c in entry["claims"]}
+        for name in entry["must_fail"]:
+            c = by_name.get(name, {})
+            # a record since 2026-12-07 says per claim; before, the verdict says for all
+            if c.get("refuted", entry["verdict"] == "control-failed-as-expected"):
                 refuted.setdefault(name, set()).add(entry["control"])
     tiny_rows = [r for r in (redraw or {}).get("rows", [])
                  if r["experiment"] == exp.name and r["preset"] == "tiny"]  # fmt: skip

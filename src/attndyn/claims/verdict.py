@@ -196,6 +196,7 @@ class Claim:
             "n_seeds": self.n_seeds,
             "target": self.target,
             "passed": bool(self.passed),
+            "refuted": bool(self.refuted),
             "margin": _finite(self.margin),
         }
 
