@@ -482,8 +482,9 @@ class MarkovStages(Experiment):
             'direction"), and a = 0.2 was chosen after this failure (5× the bulk, below the '
             "0.7–0.9 a restarted direction reaches). The verdict does not rest on that choice: "
             "tiny and small give the same levels (2 and 3, every seed) at a = 0.1, 0.2, 0.3 and "
-            "0.5 (2026-12-07), and at paper any a between the bulk (σ_k/σ₁ ≤ 0.04 at "
-            "condensation) and 0.7 counts the same directions",
+            "0.5 (2026-12-07); at paper, by its recorded singular values (the bulk ≤ 0.04σ₁ at "
+            "condensation, restarted directions 0.7–0.9σ₁), any a between those levels counts "
+            "the same directions (not re-run)",
             "rank-steps",
         ),
         Retired(
