@@ -79,6 +79,8 @@ def test_run_json_contract_strict_exit_code_control_and_claims_view(tmp_path):
             "n_seeds",
             "target",
             "passed",
+            "refuted",
+            "margin",
         }
         assert claim["n_seeds"] == 8 and claim["ci_low"] <= claim["value"] <= claim["ci_high"]
     assert attndyn(*tiny, "--strict").returncode == 0

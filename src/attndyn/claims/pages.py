@@ -406,7 +406,7 @@ def retired_table(experiments: Sequence[Experiment]) -> str:
 
 def margins_table(record: Mapping[str, Any]) -> str:
     """docs/claims.md's list of the tiny presets whose margin is under 3 standard errors (CI
-    re-draws them at offset 1000, the thick ones at the commit's fresh offset)."""
+    re-draws only the thick ones, at the commit's fresh offset)."""
     from attndyn.claims.redraw import MIN_MARGIN, margins
 
     tiny = [m for m in margins(record) if m.preset == "tiny"]
@@ -422,8 +422,8 @@ def margins_table(record: Mapping[str, Any]) -> str:
         "(docs/claims/redraw.json, each row with its commit and date): "
         f"**{len(tiny) - len(thin)} of {len(tiny)}** stochastic tiny presets have a margin of at "
         f"least {MIN_MARGIN:g} standard errors on every claim and are re-drawn in CI at the "
-        f"commit's fresh offset; the {len(thin)} below are re-drawn at offset 1000 until a larger "
-        "design widens their margin.",
+        f"commit's fresh offset; the {len(thin)} below are not, until a larger design widens "
+        "their margin.",
         "",
         "| experiment | smallest margin (SE) | claim | at seed offset |",
         "|---|---|---|---|",
