@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from attndyn.claims.base import Experiment
 from attndyn.claims.config import base_fields
 from attndyn.claims.spec import Evidence, Measured
+from attndyn.runs.estimate import duration
 
 PRESET_ORDER = ("tiny", "small", "paper")
 
@@ -296,13 +297,7 @@ def fill(text: str, blocks: Mapping[str, str]) -> str:
 def _verdict_cell(entry: Mapping[str, Any] | None) -> str:
     if entry is None:
         return "not measured"
-    return f"{entry['verdict']} ({_duration(entry['wall_s'])}, {entry['date']})"
-
-
-def _duration(seconds: float) -> str:
-    from attndyn.runs.estimate import duration
-
-    return duration(seconds)
+    return f"{entry['verdict']} ({duration(entry['wall_s'])}, {entry['date']})"
 
 
 def experiments_table(
@@ -324,10 +319,10 @@ def experiments_table(
         )
         paper = record.get("paper")
         if paper is not None:
-            cell = f"ran {_duration(paper['wall_s'])} ({paper['date']}): {paper['verdict']}"
+            cell = f"ran {duration(paper['wall_s'])} ({paper['date']}): {paper['verdict']}"
         elif exp.name in estimates and "seconds" in estimates[exp.name]:
             est = estimates[exp.name]
-            cell = f"not run at the current claims; est. {_duration(est['seconds'])} on two cores"
+            cell = f"not run at the current claims; est. {duration(est['seconds'])} on two cores"
             if est.get("not_estimated"):
                 cell += f" ({est['not_estimated']} runs not estimated)"
         else:
@@ -352,7 +347,7 @@ def paper_verdicts_table(
             ran += 1
             passed = sum(c["passed"] for c in entry["claims"])
             cell = (f"**{entry['verdict']}** ({passed} of {len(entry['claims'])} claims; "
-                    f"{_duration(entry['wall_s'])} on two cores, {entry['date']}, "
+                    f"{duration(entry['wall_s'])} on two cores, {entry['date']}, "
                     f"{entry['commit']})")  # fmt: skip
         lines.append(f"| [{exp.name}](claims/{exp.name}.md) | {cell} |")
     return (
@@ -468,17 +463,6 @@ def generated(root: Path) -> dict[Path, dict[str, str]]:
     }
 
 
-def _spec_of(exp: Experiment, claim: str) -> Any:
-    """The declaration that makes ``claim`` (exactly, or through its ``{}``)."""
-    import re
-
-    for spec in type(exp).claims:
-        pattern = re.escape(spec.name).replace(r"\{\}", ".+")
-        if re.fullmatch(pattern, claim):
-            return spec
-    return None
-
-
 def status_rows(
     exp: Experiment,
     measured: Mapping[str, Mapping[str, Any]],
@@ -492,10 +476,13 @@ def status_rows(
     from attndyn.claims.runner import experiment_config
 
     presets: dict[str, list[str]] = {}
+    specs: dict[str, Any] = {}  # each claim's declaration, read from the declared entries
     for preset in PRESET_ORDER:
         if preset in exp.presets:
-            for name in exp.claim_names(experiment_config(exp.name, preset, {})[1]):
+            declared = exp.declared_claims(experiment_config(exp.name, preset, {})[1])
+            for spec, _, name in declared.entries:
                 presets.setdefault(name, []).append(preset)
+                specs[name] = spec
     refuted: dict[str, set[str]] = {}
     for entry in measured.values():
         if (
@@ -516,9 +503,9 @@ def status_rows(
     margins = {n: claim_margin(tiny_rows, n) for n in measured_names}
     rows = []
     for name, where in presets.items():
-        spec = _spec_of(exp, name)
+        spec = specs[name]
         margin = margins.get(name)
-        if spec is not None and spec.weak:
+        if spec.weak:
             status = "weak"
         elif not refuted.get(name):
             status = "unrefuted"
@@ -529,7 +516,7 @@ def status_rows(
         rows.append({
             "experiment": exp.name, "claim": name, "presets": where, "status": status,
             "refuted_by": sorted(refuted.get(name, ())), "margin": margin,
-            "weak": spec.weak if spec is not None else "",
+            "weak": spec.weak,
         })  # fmt: skip
     return rows
 
